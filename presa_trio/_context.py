@@ -1,0 +1,125 @@
+"""The request context a handler sees: who asked, with which capabilities, and a way back.
+
+A ``Context`` lives exactly as long as one request (wire §2: nothing is remembered between
+requests). It carries request-scoped notifications (progress, log) to the request's own
+response stream; it never sends a request to the client (wire §13.3).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from ._wire import dialect
+from ._wire.dialect import RequestMeta
+from ._wire.headers import RoutingHeaders
+from ._wire.jsonrpc import RequestId, notification_message
+from .errors import MissingCapability
+
+if TYPE_CHECKING:
+    from ._server import Server
+
+Notify = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+class Context:
+    """Everything a tool, resource or prompt handler may know about its request.
+
+    Declare a parameter annotated ``Context`` and presa_trio passes it in; it never shows up
+    in the tool's ``inputSchema``.
+    """
+
+    __slots__ = (
+        "_last_progress",
+        "_notify",
+        "extras",
+        "headers",
+        "keepalive",
+        "meta",
+        "method",
+        "params",
+        "request_id",
+        "server",
+    )
+
+    def __init__(
+        self,
+        server: Server,
+        request_id: RequestId,
+        method: str,
+        params: Mapping[str, Any],
+        meta: RequestMeta,
+        notify: Notify,
+        headers: RoutingHeaders | None = None,
+        keepalive: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
+        self.server = server
+        self.request_id = request_id
+        self.method = method
+        self.params = params
+        self.meta = meta
+        self._notify = notify
+        # The HTTP routing headers (None on stdio): tools/call checks Mcp-Param-* with them.
+        self.headers = headers
+        self.keepalive = keepalive
+        self._last_progress: float | None = None
+        # Per-request scratch space for extensions and middleware; dies with the request.
+        self.extras: dict[str, Any] = {}
+
+    @property
+    def capabilities(self) -> Mapping[str, Any]:
+        """This request's client capabilities (never an earlier request's)."""
+        return self.meta.client_capabilities
+
+    def has_capability(self, *path: str) -> bool:
+        """``ctx.has_capability("elicitation", "url")`` is True when declared on this request."""
+        return dialect.has_capability(self.meta.client_capabilities, *path)
+
+    def require_capability(self, *path: str) -> None:
+        """Raise -32021 (HTTP 400) unless this request declared the capability at ``path``."""
+        if not self.has_capability(*path):
+            required: dict[str, Any] = {}
+            node = required
+            for key in path:
+                node[key] = {}
+                node = node[key]
+            raise MissingCapability(f"This request requires the {'.'.join(path)} capability", required)
+
+    async def notify(self, message: dict[str, Any]) -> None:
+        """Send a raw notification on this request's own stream (validated when on)."""
+        await self._notify(message)
+
+    async def progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        """Report progress on this request's stream; a no-op unless it sent a progressToken.
+
+        ``progress`` must increase from one call to the next (spec basic/patterns/progress).
+        """
+        token = self.meta.progress_token
+        if token is None:
+            return
+        if self._last_progress is not None and progress <= self._last_progress:
+            raise ValueError(f"progress must increase: {progress} after {self._last_progress}")
+        self._last_progress = progress
+        params: dict[str, Any] = {"progressToken": token, "progress": progress}
+        if total is not None:
+            params["total"] = total
+        if message is not None:
+            params["message"] = message
+        await self._notify(notification_message("notifications/progress", params))
+
+    async def log(self, level: str, data: Any, logger: str | None = None) -> None:
+        """Send ``notifications/message`` if this request opted in at ``level`` or below.
+
+        Logging is deprecated in 2026-07-28 and off unless the request's ``_meta`` names a
+        ``logLevel`` (wire §16).
+        """
+        if level not in dialect.LOG_LEVELS:
+            raise ValueError(f"unknown log level {level!r}")
+        if not dialect.log_enabled(self.meta, level):
+            return
+        params: dict[str, Any] = {"level": level, "data": data}
+        if logger is not None:
+            params["logger"] = logger
+        await self._notify(notification_message("notifications/message", params))

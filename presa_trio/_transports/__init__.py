@@ -1,0 +1,1 @@
+"""Transports: thin edges that turn I/O into dispatcher calls."""

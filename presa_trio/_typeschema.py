@@ -1,0 +1,338 @@
+"""Turn a tool function's signature and type hints into MCP JSON Schema (2020-12) tool schemas.
+
+It neither validates nor coerces arguments and does no I/O; unsupported annotations raise TypeError.
+"""
+
+from __future__ import annotations
+
+import collections.abc as cabc
+import contextlib
+import dataclasses
+import enum
+import inspect
+import math
+import types
+import typing
+from collections.abc import Callable, Collection, Mapping
+from typing import Any
+
+__all__ = ["Param", "input_schema_for", "output_schema_for", "schema_for_type", "to_jsonable"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Param:
+    """Schema annotations for ``Annotated[T, Param(...)]``; ``header`` becomes ``x-mcp-header``."""
+
+    description: str | None = None
+    title: str | None = None
+    header: str | None = None
+    extra: Mapping[str, Any] = dataclasses.field(default_factory=dict, hash=False)
+
+
+_SCALARS: tuple[tuple[object, str], ...] = (
+    (bool, "boolean"),
+    (int, "integer"),
+    (float, "number"),
+    (str, "string"),
+    (None, "null"),
+    (type(None), "null"),
+)
+_SEQUENCES = (list, cabc.Sequence, cabc.MutableSequence)
+_SETS = (set, frozenset, cabc.Set, cabc.MutableSet)
+_MAPPINGS = (dict, cabc.Mapping, cabc.MutableMapping)
+_QUALIFIERS = ("Required", "NotRequired", "ReadOnly")  # by name: typing or typing_extensions
+_CONTENT_TYPES = frozenset({"text", "image", "audio", "resource_link", "resource"})
+_CONTENT_NAMES = frozenset(
+    {"TextContent", "ImageContent", "AudioContent", "ResourceLink", "EmbeddedResource"}
+)
+_NO_DEFAULT = object()
+
+
+def _is_typeddict(tp: object) -> bool:
+    # Duck-typed so typing_extensions.TypedDict (its own metaclass on 3.11) counts too.
+    return isinstance(tp, type) and issubclass(tp, dict) and hasattr(tp, "__required_keys__")
+
+
+def _is_object_class(tp: object) -> bool:
+    return _is_typeddict(tp) or (isinstance(tp, type) and dataclasses.is_dataclass(tp))
+
+
+def _strip(tp: object) -> object:
+    """Drop ``Annotated`` and TypedDict qualifiers (``Required`` & co.) around a type."""
+    while typing.get_origin(tp) is typing.Annotated or _is_qualifier(typing.get_origin(tp)):
+        tp = typing.get_args(tp)[0]
+    return tp
+
+
+def _is_qualifier(origin: object) -> bool:
+    return origin is not None and getattr(origin, "_name", None) in _QUALIFIERS
+
+
+def _json_type(value: object) -> str | None:
+    """The JSON type of a scalar value (bool before int), None when it is not a JSON scalar."""
+    kinds = ((bool, "boolean"), (int, "integer"), (float, "number"), (str, "string"))
+    if value is None:
+        return "null"
+    return next((name for py, name in kinds if isinstance(value, py)), None)
+
+
+def _default(value: object) -> object:
+    """``value`` as JSON data, or ``_NO_DEFAULT`` when it has no faithful JSON form."""
+    if isinstance(value, enum.Enum):
+        value = value.value
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else _NO_DEFAULT
+    if isinstance(value, list | tuple):
+        items = [_default(v) for v in value]
+        return _NO_DEFAULT if any(i is _NO_DEFAULT for i in items) else items
+    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        entries = {k: _default(v) for k, v in value.items()}
+        return _NO_DEFAULT if any(v is _NO_DEFAULT for v in entries.values()) else entries
+    return _NO_DEFAULT
+
+
+class _Builder:
+    """Builds schemas for one root; recursive classes go to ``$defs`` instead of looping."""
+
+    def __init__(self) -> None:
+        self.defs: dict[str, dict[str, Any]] = {}
+        self._names: dict[type, str] = {}
+        self._active: list[type] = []
+
+    def root(self, schema: dict[str, Any]) -> dict[str, Any]:
+        if not self.defs:
+            return schema
+        ref = schema.pop("$ref", None)
+        if isinstance(ref, str):  # the root is itself a recursive class: inline its body
+            schema = {**self.defs[ref.rpartition("/")[2]], **schema}
+        return {**schema, "$defs": self.defs}
+
+    def build(self, tp: object) -> dict[str, Any]:
+        if tp is Any or tp is object or tp is inspect.Parameter.empty:
+            return {}
+        for py, name in _SCALARS:
+            if tp is py:
+                return {"type": name}
+        if isinstance(tp, str | typing.ForwardRef):
+            raise TypeError(f"unresolved forward reference {tp!r}; is it importable at runtime?")
+        if isinstance(tp, typing.NewType):
+            return self.build(tp.__supertype__)
+        origin, args = typing.get_origin(tp), typing.get_args(tp)
+        if origin is typing.Annotated:
+            schema = self.build(args[0])
+            for meta in args[1:]:
+                if isinstance(meta, Param):
+                    schema.update(_param_keywords(meta))
+                elif isinstance(meta, Mapping):
+                    schema.update(meta)
+            return schema
+        if _is_qualifier(origin):
+            return self.build(args[0])
+        if origin is typing.Literal:
+            return _enum_schema(tp, args)
+        if origin is typing.Union or origin is types.UnionType:
+            schemas = [self.build(a) for a in args if a is not type(None)]
+            if type(None) in args:
+                schemas.append({"type": "null"})
+            return {"anyOf": schemas}
+        if isinstance(tp, type) and issubclass(tp, enum.Enum):
+            return _enum_schema(tp, tuple(tp))
+        if _is_object_class(tp):
+            assert isinstance(tp, type)
+            return self._object(tp)
+        origin = tp if origin is None else origin
+        if origin in _SEQUENCES or tp is tuple or tp is typing.Tuple:  # noqa: UP006
+            return {"type": "array", **({"items": self.build(args[0])} if args else {})}
+        if origin is tuple:
+            if len(args) == 2 and args[1] is Ellipsis:
+                return {"type": "array", "items": self.build(args[0])}
+            if not args:  # tuple[()]
+                return {"type": "array", "maxItems": 0}
+            prefix = [self.build(a) for a in args]
+            n = len(args)
+            return {"type": "array", "prefixItems": prefix, "minItems": n, "maxItems": n}
+        if origin in _SETS:
+            items = {"items": self.build(args[0])} if args else {}
+            return {"type": "array", **items, "uniqueItems": True}
+        if origin in _MAPPINGS:
+            if not args:
+                return {"type": "object"}
+            schema = {"type": "object", "additionalProperties": self.build(args[1])}
+            key = self.build(args[0])
+            if key != {} and key.get("type") != "string":
+                raise TypeError(f"cannot build a JSON Schema for {tp!r}: JSON keys are strings")
+            if key not in ({}, {"type": "string"}):
+                schema["propertyNames"] = key
+            return schema
+        raise TypeError(f"cannot build a JSON Schema for {tp!r}: unsupported type")
+
+    def _object(self, cls: type) -> dict[str, Any]:
+        name = self._names.get(cls)
+        if name is None and cls in self._active:  # recursion: give it a $defs entry
+            name = cls.__name__
+            taken = set(self._names.values())
+            for i in range(2, len(taken) + 3):
+                if name not in taken:
+                    break
+                name = f"{cls.__name__}{i}"
+            self._names[cls] = name
+        if name is not None:
+            return {"$ref": f"#/$defs/{name}"}
+        self._active.append(cls)
+        try:
+            body = self._typeddict(cls) if _is_typeddict(cls) else self._dataclass(cls)
+        finally:
+            self._active.pop()
+        if cls in self._names:
+            self.defs[self._names[cls]] = body
+            return {"$ref": f"#/$defs/{self._names[cls]}"}
+        return body
+
+    def _typeddict(self, cls: type) -> dict[str, Any]:
+        hints = typing.get_type_hints(cls, include_extras=True)
+        required_keys: Collection[str] = getattr(cls, "__required_keys__", frozenset())
+        props = {key: self.build(tp) for key, tp in hints.items()}
+        return _object_schema(props, [key for key in hints if key in required_keys])
+
+    def _dataclass(self, cls: type) -> dict[str, Any]:
+        hints = typing.get_type_hints(cls, include_extras=True)
+        props: dict[str, Any] = {}
+        required: list[str] = []
+        for f in dataclasses.fields(cls):
+            props[f.name] = self.build(hints.get(f.name, Any))
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                required.append(f.name)
+            elif (value := _default(f.default)) is not _NO_DEFAULT:
+                props[f.name]["default"] = value
+        return _object_schema(props, required)
+
+
+def _object_schema(props: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "object", "properties": props}
+    if required:
+        schema["required"] = required
+    schema["additionalProperties"] = False
+    return schema
+
+
+def _param_keywords(param: Param) -> dict[str, Any]:
+    named = {"description": param.description, "title": param.title, "x-mcp-header": param.header}
+    return {**{k: v for k, v in named.items() if v is not None}, **param.extra}
+
+
+def _enum_schema(tp: object, values: tuple[object, ...]) -> dict[str, Any]:
+    plain = [v.value if isinstance(v, enum.Enum) else v for v in values]
+    kinds = {_json_type(v) for v in plain}
+    if None in kinds:
+        raise TypeError(f"cannot build a JSON Schema for {tp!r}: values must be JSON scalars")
+    if len(kinds) == 1:
+        return {"type": kinds.pop(), "enum": plain}
+    return {"enum": plain}
+
+
+def _hints(fn: Callable[..., object]) -> dict[str, Any]:
+    """Resolved hints; when some name does not resolve, the others still do (it stays a str)."""
+    try:
+        return typing.get_type_hints(fn, include_extras=True)
+    except NameError:
+        pass
+    target = inspect.unwrap(fn)
+    namespace = getattr(target, "__globals__", {})
+    hints: dict[str, Any] = {}
+    for name, ann in getattr(target, "__annotations__", {}).items():
+        probe = types.SimpleNamespace(__annotations__={name: ann})
+        try:
+            hints[name] = typing.get_type_hints(probe, namespace, include_extras=True)[name]
+        except NameError:
+            hints[name] = ann
+    return hints
+
+
+def _is_context(ann: object) -> bool:
+    ann = _strip(ann)
+    if isinstance(ann, str | typing.ForwardRef):  # e.g. imported only under TYPE_CHECKING
+        text = ann if isinstance(ann, str) else ann.__forward_arg__
+        return text.rpartition(".")[2] == "Context"
+    return getattr(ann, "__name__", None) == "Context"
+
+
+def schema_for_type(tp: object) -> dict[str, Any]:
+    """The JSON Schema for one annotation; raises TypeError for unsupported types."""
+    builder = _Builder()
+    return builder.root(builder.build(tp))
+
+
+def input_schema_for(fn: Callable[..., object], *, skip: Collection[str] = ()) -> dict[str, Any]:
+    """The ``inputSchema`` of a tool: one property per parameter, in signature order."""
+    hints = _hints(fn)
+    builder = _Builder()
+    props: dict[str, Any] = {}
+    required: list[str] = []
+    for name, param in inspect.signature(fn).parameters.items():
+        ann = hints.get(name, Any)
+        if name in skip or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            continue
+        if _is_context(ann):
+            continue
+        try:
+            schema = builder.build(ann)
+        except TypeError as exc:
+            label = getattr(fn, "__qualname__", repr(fn))
+            raise TypeError(f"parameter {name!r} of {label}: {exc}") from exc
+        if param.default is param.empty:
+            required.append(name)
+        elif (value := _default(param.default)) is not _NO_DEFAULT:
+            schema["default"] = value
+        props[name] = schema
+    return builder.root(_object_schema(props, required))
+
+
+def output_schema_for(fn: Callable[..., object]) -> dict[str, Any] | None:
+    """An object ``outputSchema`` for TypedDict or dataclass returns, or None.
+
+    A plain ``dict`` return gets none: it is as likely a content block as structured data,
+    so structured output is opted into with a TypedDict, a dataclass or ``output_schema=``.
+    """
+    ann = _hints(fn).get("return", inspect.Parameter.empty)
+    if typing.get_origin(ann) in (cabc.Awaitable, cabc.Coroutine) and typing.get_args(ann):
+        ann = typing.get_args(ann)[-1]
+    core = _strip(ann)
+    if _is_object_class(core):
+        assert isinstance(core, type)
+        if core.__name__ in _CONTENT_NAMES or _is_content_class(core):
+            return None
+    else:
+        return None
+    return schema_for_type(ann)
+
+
+def _is_content_class(cls: type) -> bool:
+    """A class shaped like an MCP content block (``type`` is a Literal of block kinds)."""
+    try:
+        kind = _strip(typing.get_type_hints(cls, include_extras=True).get("type"))
+    except NameError:
+        return False
+    values = typing.get_args(kind) if typing.get_origin(kind) is typing.Literal else ()
+    return bool(values) and set(values) <= _CONTENT_TYPES
+
+
+def to_jsonable(value: object) -> object:
+    """A tool's structured return value as plain JSON data (dicts, lists and scalars)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return to_jsonable(dataclasses.asdict(value))
+    if isinstance(value, enum.Enum):
+        return to_jsonable(value.value)
+    if isinstance(value, Mapping):
+        return {
+            (k.value if isinstance(k, enum.Enum) else k): to_jsonable(v) for k, v in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, set | frozenset):
+        items: list[Any] = [to_jsonable(v) for v in value]
+        with contextlib.suppress(TypeError):  # unorderable items keep iteration order
+            items.sort()
+        return items
+    return value

@@ -1,0 +1,102 @@
+"""The 2026-07-28 dialect: per-request ``_meta``, versions, capabilities, result stamping.
+
+Everything a request carries about its client is read here, per request, and never
+remembered (wire §2). Method routing and params validation live elsewhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import InvalidParams, UnsupportedVersion
+
+PROTOCOL_VERSION = "2026-07-28"
+SUPPORTED_VERSIONS: tuple[str, ...] = (PROTOCOL_VERSION,)
+
+META_PROTOCOL_VERSION = "io.modelcontextprotocol/protocolVersion"
+META_CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
+META_CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
+META_LOG_LEVEL = "io.modelcontextprotocol/logLevel"
+META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
+META_SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
+META_PROGRESS_TOKEN = "progressToken"
+
+# Ordered from least to most severe (spec 2026-07-28 server/utilities/logging.mdx).
+LOG_LEVELS: tuple[str, ...] = (
+    "debug", "info", "notice", "warning", "error", "critical", "alert", "emergency",
+)
+
+# Methods removed in 2026-07-28; they are simply unknown here (wire §1.2).
+COMPLETE = "complete"
+INPUT_REQUIRED = "input_required"
+
+
+@dataclass(frozen=True, slots=True)
+class RequestMeta:
+    """What one request says about its client. Lives exactly as long as the request."""
+
+    protocol_version: str
+    client_capabilities: Mapping[str, Any]
+    client_info: Mapping[str, Any] | None
+    log_level: str | None
+    progress_token: str | int | None
+
+
+def read_meta(params: object) -> RequestMeta:
+    """Read the required per-request fields, or raise -32602 (wire §2.2)."""
+    if not isinstance(params, dict):
+        raise InvalidParams("Invalid params: params must be an object carrying _meta")
+    meta = params.get("_meta")
+    if not isinstance(meta, dict):
+        raise InvalidParams("Invalid params: params._meta is required")
+    version = meta.get(META_PROTOCOL_VERSION)
+    if not isinstance(version, str):
+        raise InvalidParams(f"Invalid params: _meta is missing {META_PROTOCOL_VERSION}")
+    capabilities = meta.get(META_CLIENT_CAPABILITIES)
+    if not isinstance(capabilities, dict):
+        raise InvalidParams(f"Invalid params: _meta is missing {META_CLIENT_CAPABILITIES}")
+    info = meta.get(META_CLIENT_INFO)
+    log_level = meta.get(META_LOG_LEVEL)
+    if log_level is not None and log_level not in LOG_LEVELS:
+        raise InvalidParams(f"Invalid params: unknown {META_LOG_LEVEL} {log_level!r}")
+    token = meta.get(META_PROGRESS_TOKEN)
+    if token is not None and not (type(token) is int or isinstance(token, str)):
+        raise InvalidParams("Invalid params: progressToken must be a string or an integer")
+    return RequestMeta(
+        protocol_version=version,
+        client_capabilities=capabilities,
+        client_info=info if isinstance(info, dict) else None,  # informational: lenient
+        log_level=log_level,
+        progress_token=token,
+    )
+
+
+def check_version(meta: RequestMeta, supported: tuple[str, ...] = SUPPORTED_VERSIONS) -> None:
+    if meta.protocol_version not in supported:
+        raise UnsupportedVersion(meta.protocol_version, list(supported))
+
+
+def has_capability(capabilities: Mapping[str, Any], *path: str) -> bool:
+    """True when ``capabilities`` declares the object at ``path``, e.g. ("elicitation", "url")."""
+    node: object = capabilities
+    for key in path:
+        if not isinstance(node, Mapping):
+            return False
+        node = node.get(key)
+        if node is None or node is False:
+            return False
+    return isinstance(node, Mapping) or node is True
+
+
+def has_extension(capabilities: Mapping[str, Any], extension_id: str) -> bool:
+    extensions = capabilities.get("extensions")
+    return isinstance(extensions, Mapping) and isinstance(extensions.get(extension_id), Mapping)
+
+
+def log_enabled(meta: RequestMeta, level: str) -> bool:
+    """Log notifications go out only at or above the level the request opted in to (wire §16)."""
+    if meta.log_level is None:
+        return False
+    return LOG_LEVELS.index(level) >= LOG_LEVELS.index(meta.log_level)

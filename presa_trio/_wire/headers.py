@@ -1,0 +1,190 @@
+"""SEP-2243 routing headers: reading, decoding and comparing them with the body.
+
+Pure functions over the raw header list an ASGI server hands us (wire §13.4-13.6). Every
+failure is ``HeaderMismatch`` (-32020, HTTP 400). It does not know about tools or methods;
+the caller says which value each header must mirror.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from ..errors import HeaderMismatch
+
+PROTOCOL_VERSION_HEADER = "mcp-protocol-version"
+METHOD_HEADER = "mcp-method"
+NAME_HEADER = "mcp-name"
+PARAM_PREFIX = "mcp-param-"
+
+_SENTINEL_HEAD = "=?base64?"
+_SENTINEL_TAIL = "?="
+
+
+class RoutingHeaders:
+    """The MCP headers of one HTTP request, names lower-cased, repeats remembered."""
+
+    __slots__ = ("_values",)
+
+    def __init__(self, raw: Iterable[tuple[bytes, bytes]]) -> None:
+        values: dict[str, list[bytes]] = {}
+        for name, value in raw:
+            key = name.decode("latin-1").lower()
+            if key.startswith("mcp-"):
+                values.setdefault(key, []).append(value)
+        self._values = values
+
+    def get(self, name: str) -> str | None:
+        """The trimmed value of a single-valued MCP header, or None when absent."""
+        found = self._values.get(name)
+        if found is None:
+            return None
+        if len(found) > 1:
+            raise HeaderMismatch(f"Header {name} must appear once, got {len(found)}")
+        return _visible_ascii(name, found[0]).strip(" \t")
+
+    def decoded(self, name: str) -> str | None:
+        value = self.get(name)
+        return None if value is None else decode_value(name, value)
+
+
+def _visible_ascii(name: str, raw: bytes) -> str:
+    for byte in raw:
+        if byte != 0x09 and not 0x20 <= byte <= 0x7E:
+            raise HeaderMismatch(f"Header {name} has characters outside visible ASCII")
+    return raw.decode("ascii")
+
+
+def decode_value(name: str, value: str) -> str:
+    """Undo the ``=?base64?...?=`` wrapper; anything else is a literal (wire §13.6)."""
+    if not (value.startswith(_SENTINEL_HEAD) and value.endswith(_SENTINEL_TAIL)):
+        return value
+    if len(value) < len(_SENTINEL_HEAD) + len(_SENTINEL_TAIL):
+        return value
+    inner = value[len(_SENTINEL_HEAD) : -len(_SENTINEL_TAIL)]
+    try:
+        return base64.b64decode(inner, validate=True).decode("utf-8")
+    except (binascii.Error, ValueError):
+        raise HeaderMismatch(f"Header {name} has an invalid base64 value") from None
+
+
+def check_protocol_version_present(headers: RoutingHeaders) -> str:
+    version = headers.get(PROTOCOL_VERSION_HEADER)
+    if version is None:
+        raise HeaderMismatch("Missing MCP-Protocol-Version header")
+    return version
+
+
+def check_protocol_version_matches(header_version: str, meta_version: str) -> None:
+    if header_version != meta_version:
+        raise HeaderMismatch(
+            f"MCP-Protocol-Version header {header_version!r} does not match "
+            f"_meta protocolVersion {meta_version!r}"
+        )
+
+
+def check_method(headers: RoutingHeaders, method: str) -> None:
+    value = headers.get(METHOD_HEADER)
+    if value is None:
+        raise HeaderMismatch("Missing Mcp-Method header")
+    if value != method:
+        raise HeaderMismatch(f"Mcp-Method header {value!r} does not match method {method!r}")
+
+
+def check_name(headers: RoutingHeaders, expected: object) -> None:
+    """``Mcp-Name`` must be present; when the body has the value, they must be equal."""
+    value = headers.decoded(NAME_HEADER)
+    if value is None:
+        raise HeaderMismatch("Missing Mcp-Name header")
+    if isinstance(expected, str) and value != expected:
+        raise HeaderMismatch(f"Mcp-Name header {value!r} does not match {expected!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class HeaderParam:
+    """A tool argument mirrored into ``Mcp-Param-<header>`` (an ``x-mcp-header`` property)."""
+
+    path: tuple[str, ...]
+    header: str
+    json_type: str  # "string" | "integer" | "boolean"
+
+
+def check_params(
+    headers: RoutingHeaders, params: Sequence[HeaderParam], arguments: Mapping[str, Any]
+) -> None:
+    for param in params:
+        name = PARAM_PREFIX + param.header.lower()
+        value = headers.decoded(name)
+        body = _lookup(arguments, param.path)
+        if body is None:
+            if value is not None:
+                raise HeaderMismatch(f"Header Mcp-Param-{param.header} has no body argument")
+            continue
+        if value is None:
+            raise HeaderMismatch(f"Missing Mcp-Param-{param.header} header")
+        if not _same(value, body):
+            raise HeaderMismatch(f"Mcp-Param-{param.header} header does not match its argument")
+
+
+def _lookup(arguments: Mapping[str, Any], path: tuple[str, ...]) -> Any:
+    node: Any = arguments
+    for key in path:
+        if not isinstance(node, Mapping):
+            return None
+        node = node.get(key)
+    return node
+
+
+def _same(header: str, body: object) -> bool:
+    if isinstance(body, bool):  # before int: bool is an int in Python
+        return header == ("true" if body else "false")
+    if isinstance(body, int | float):
+        try:
+            return Decimal(header) == Decimal(repr(body))
+        except InvalidOperation:
+            return False
+    return isinstance(body, str) and header == body
+
+
+def header_params_of(schema: Mapping[str, Any]) -> tuple[HeaderParam, ...]:
+    """Collect and check the ``x-mcp-header`` declarations of an ``inputSchema``.
+
+    Raises ``ValueError`` for a declaration that would make clients drop the tool (wire §5.1):
+    bad token, duplicate name, unsupported type, or a property not reachable through
+    ``properties`` chains alone.
+    """
+    found: list[HeaderParam] = []
+    seen: set[str] = set()
+
+    def walk(node: Mapping[str, Any], path: tuple[str, ...]) -> None:
+        properties = node.get("properties")
+        if not isinstance(properties, Mapping):
+            return
+        for key, prop in properties.items():
+            if not isinstance(prop, Mapping):
+                continue
+            header = prop.get("x-mcp-header")
+            if header is not None:
+                _check_declaration(key, header, prop, seen)
+                seen.add(header.lower())
+                found.append(HeaderParam(path + (key,), header, prop["type"]))
+            walk(prop, path + (key,))
+
+    walk(schema, ())
+    return tuple(found)
+
+
+_TCHAR = frozenset("!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+
+
+def _check_declaration(key: str, header: object, prop: Mapping[str, Any], seen: set[str]) -> None:
+    if not isinstance(header, str) or not header or not set(header) <= _TCHAR:
+        raise ValueError(f"x-mcp-header of {key!r} must be a non-empty HTTP token")
+    if header.lower() in seen:
+        raise ValueError(f"x-mcp-header {header!r} is declared twice")
+    if prop.get("type") not in ("string", "integer", "boolean"):
+        raise ValueError(f"x-mcp-header property {key!r} must be a string, integer or boolean")

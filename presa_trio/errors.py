@@ -1,0 +1,113 @@
+"""The exception tree: one class per JSON-RPC error code a server may send.
+
+Each class knows its code and, for HTTP, its status (wire §12.1); the dispatcher is the one
+place that turns them into error responses. Tool authors raise these for *protocol* faults;
+a tool's own failure is a result with ``isError: true`` (see ``ToolError``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+__all__ = [
+    "HeaderMismatch",
+    "InternalError",
+    "InvalidParams",
+    "InvalidRequest",
+    "McpError",
+    "MethodNotFound",
+    "MissingCapability",
+    "ParseError",
+    "RequestTooLarge",
+    "ToolError",
+    "UnsupportedVersion",
+]
+
+
+class McpError(Exception):
+    """A protocol error that becomes a JSON-RPC error response.
+
+    ``http_status`` is what Streamable HTTP answers when the error is decided before a
+    response stream starts; afterwards the error travels in-band on the stream.
+    """
+
+    code: ClassVar[int] = -32603
+    http_status: ClassVar[int] = 500
+
+    def __init__(self, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.data = data
+
+    def to_error(self) -> dict[str, Any]:
+        error: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            error["data"] = self.data
+        return error
+
+
+class ParseError(McpError):
+    code = -32700
+    http_status = 400
+
+
+class InvalidRequest(McpError):
+    code = -32600
+    http_status = 400
+
+
+class RequestTooLarge(InvalidRequest):
+    """The request body is over the transport's limit (HTTP 413); nothing more is read."""
+
+    http_status = 413
+
+
+class MethodNotFound(McpError):
+    code = -32601
+    http_status = 404
+
+
+class InvalidParams(McpError):
+    code = -32602
+    http_status = 400
+
+
+class InternalError(McpError):
+    code = -32603
+    http_status = 500
+
+
+class HeaderMismatch(McpError):
+    code = -32020
+    http_status = 400
+
+
+class MissingCapability(McpError):
+    """The request needs a client capability it did not declare (wire §2.4).
+
+    ``required`` is a ``ClientCapabilities`` object such as ``{"sampling": {}}``.
+    """
+
+    code = -32021
+    http_status = 400
+
+    def __init__(self, message: str, required: dict[str, Any]) -> None:
+        super().__init__(message, {"requiredCapabilities": required})
+
+
+class UnsupportedVersion(McpError):
+    code = -32022
+    http_status = 400
+
+    def __init__(self, requested: str, supported: list[str]) -> None:
+        super().__init__(
+            "Unsupported protocol version", {"supported": supported, "requested": requested}
+        )
+
+
+class ToolError(Exception):
+    """Raised inside a tool to end the call with an ``isError: true`` result.
+
+    Unlike ``McpError`` this is the tool's own failure, shown to the model so it can
+    correct itself (spec 2026-07-28 server/tools.mdx §Error Handling).
+    """

@@ -1,0 +1,717 @@
+"""Unit tests for presa_trio._typeschema: exact schemas, validity, and sample instances.
+
+No ``from __future__ import annotations`` here, so quoted hints stay plain strings.
+"""
+
+import dataclasses
+import enum
+import typing
+from collections.abc import Awaitable, Mapping, Sequence
+from typing import Annotated, Any, Literal, NotRequired, Optional, Required, TypedDict
+
+import jsonschema
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from presa_trio._typeschema import (
+    Param,
+    input_schema_for,
+    output_schema_for,
+    schema_for_type,
+    to_jsonable,
+)
+
+V = jsonschema.Draft202012Validator
+
+
+def checked(schema: dict[str, Any] | None) -> dict[str, Any]:
+    """Assert the schema is valid 2020-12 and hand it back."""
+    assert schema is not None
+    V.check_schema(schema)
+    return schema
+
+
+def accepts(schema: dict[str, Any], *instances: object) -> None:
+    for instance in instances:
+        assert V(schema).is_valid(instance), instance
+
+
+def rejects(schema: dict[str, Any], *instances: object) -> None:
+    for instance in instances:
+        assert not V(schema).is_valid(instance), instance
+
+
+# --- types used below (module level so string hints resolve) -------------------------------
+
+
+class Context:
+    """Stands in for the lead's context class; only its name matters."""
+
+
+class Color(enum.Enum):
+    RED = "red"
+    GREEN = "green"
+
+
+class Level(enum.IntEnum):
+    LOW = 1
+    HIGH = 2
+
+
+class Point(TypedDict):
+    x: int
+    y: int
+
+
+class Filters(TypedDict, total=False):
+    tag: str
+    limit: int
+    query: Required[str]
+
+
+class Mixed(TypedDict):
+    name: str
+    note: NotRequired[str | None]
+
+
+@dataclasses.dataclass
+class Options:
+    name: str
+    retries: int = 3
+    tags: list[str] = dataclasses.field(default_factory=list)
+    color: Color = Color.GREEN
+
+
+@dataclasses.dataclass
+class Report:
+    title: str
+    where: Point
+    options: Options | None = None
+
+
+@dataclasses.dataclass
+class Node:
+    value: int
+    children: list["Node"] = dataclasses.field(default_factory=list)
+
+
+class Tree(TypedDict):
+    label: str
+    forest: list["Forest"]
+
+
+class Forest(TypedDict):
+    trees: list[Tree]
+
+
+class TextContent(TypedDict):
+    type: Literal["text"]
+    text: str
+
+
+class Block(TypedDict):
+    type: Literal["image", "audio"]
+    data: str
+
+
+class Opaque:
+    pass
+
+
+UserId = typing.NewType("UserId", int)
+T = typing.TypeVar("T")
+
+# --- schema_for_type: scalars and containers ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("tp", "expected"),
+    [
+        (str, {"type": "string"}),
+        (int, {"type": "integer"}),
+        (float, {"type": "number"}),
+        (bool, {"type": "boolean"}),
+        (None, {"type": "null"}),
+        (type(None), {"type": "null"}),
+        (Any, {}),
+        (object, {}),
+        (UserId, {"type": "integer"}),
+    ],
+)
+def test_scalars(tp: object, expected: dict[str, Any]) -> None:
+    assert checked(schema_for_type(tp)) == expected
+
+
+def test_bool_is_not_an_integer() -> None:
+    rejects(schema_for_type(int), True, 1.5, "1")
+    accepts(schema_for_type(int), 1, -7)
+    rejects(schema_for_type(bool), 1)
+    accepts(schema_for_type(float), 1, 1.5)
+
+
+@pytest.mark.parametrize(
+    "tp",
+    [list[int], typing.List[int], Sequence[int], typing.Sequence[int], tuple[int, ...]],  # noqa: UP006
+)
+def test_homogeneous_arrays(tp: object) -> None:
+    schema = checked(schema_for_type(tp))
+    assert schema == {"type": "array", "items": {"type": "integer"}}
+    accepts(schema, [], [1, 2])
+    rejects(schema, [1, "2"], {"a": 1})
+
+
+@pytest.mark.parametrize(
+    ("tp", "expected"),
+    [
+        (list, {"type": "array"}),
+        (tuple, {"type": "array"}),
+        (typing.Tuple, {"type": "array"}),  # noqa: UP006
+        (dict, {"type": "object"}),
+        (typing.Dict, {"type": "object"}),  # noqa: UP006
+        (tuple[()], {"type": "array", "maxItems": 0}),
+    ],
+)
+def test_bare_containers(tp: object, expected: dict[str, Any]) -> None:
+    assert checked(schema_for_type(tp)) == expected
+
+
+def test_fixed_tuple() -> None:
+    schema = checked(schema_for_type(tuple[str, int]))
+    assert schema == {
+        "type": "array",
+        "prefixItems": [{"type": "string"}, {"type": "integer"}],
+        "minItems": 2,
+        "maxItems": 2,
+    }
+    accepts(schema, ["a", 1])
+    rejects(schema, ["a"], ["a", 1, 2], [1, "a"])
+
+
+@pytest.mark.parametrize("tp", [set[str], frozenset[str], typing.AbstractSet[str]])
+def test_sets(tp: object) -> None:
+    schema = checked(schema_for_type(tp))
+    assert schema == {"type": "array", "items": {"type": "string"}, "uniqueItems": True}
+    accepts(schema, ["a", "b"])
+    rejects(schema, ["a", "a"])
+
+
+@pytest.mark.parametrize("tp", [dict[str, float], Mapping[str, float], typing.Dict[str, float]])  # noqa: UP006
+def test_string_keyed_mappings(tp: object) -> None:
+    schema = checked(schema_for_type(tp))
+    assert schema == {"type": "object", "additionalProperties": {"type": "number"}}
+    accepts(schema, {}, {"a": 1.5})
+    rejects(schema, {"a": "x"})
+
+
+def test_mapping_with_literal_keys_uses_property_names() -> None:
+    schema = checked(schema_for_type(dict[Literal["a", "b"], int]))
+    assert schema == {
+        "type": "object",
+        "additionalProperties": {"type": "integer"},
+        "propertyNames": {"type": "string", "enum": ["a", "b"]},
+    }
+    accepts(schema, {"a": 1})
+    rejects(schema, {"c": 1})
+
+
+def test_nested_list_of_dicts() -> None:
+    schema = checked(schema_for_type(list[dict[str, int]]))
+    assert schema == {
+        "type": "array",
+        "items": {"type": "object", "additionalProperties": {"type": "integer"}},
+    }
+    accepts(schema, [], [{"a": 1}, {}])
+    rejects(schema, [{"a": "1"}], {"a": 1}, [[1]])
+
+
+# --- unions, literals, enums ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("tp", [Optional[int], int | None, typing.Union[int, None]])  # noqa: UP007, UP045
+def test_optional(tp: object) -> None:
+    schema = checked(schema_for_type(tp))
+    assert schema == {"anyOf": [{"type": "integer"}, {"type": "null"}]}
+    accepts(schema, 1, None)
+    rejects(schema, "1")
+
+
+def test_union() -> None:
+    schema = checked(schema_for_type(int | str | None))
+    assert schema == {"anyOf": [{"type": "integer"}, {"type": "string"}, {"type": "null"}]}
+    assert checked(schema_for_type(list[int] | Point)) == {
+        "anyOf": [
+            {"type": "array", "items": {"type": "integer"}},
+            schema_for_type(Point),
+        ]
+    }
+
+
+def test_literal() -> None:
+    schema = checked(schema_for_type(Literal["a", "b"]))
+    assert schema == {"type": "string", "enum": ["a", "b"]}
+    accepts(schema, "a")
+    rejects(schema, "c", 1)
+    assert checked(schema_for_type(Literal[1, 2])) == {"type": "integer", "enum": [1, 2]}
+    assert checked(schema_for_type(Literal["a", 1, None])) == {"enum": ["a", 1, None]}
+    assert checked(schema_for_type(Literal[True])) == {"type": "boolean", "enum": [True]}
+    assert checked(schema_for_type(Literal[Color.RED])) == {"type": "string", "enum": ["red"]}
+
+
+def test_enums() -> None:
+    schema = checked(schema_for_type(Color))
+    assert schema == {"type": "string", "enum": ["red", "green"]}
+    rejects(schema, "RED")
+    assert checked(schema_for_type(Level)) == {"type": "integer", "enum": [1, 2]}
+
+
+def test_enum_with_non_json_values_is_rejected() -> None:
+    class Weird(enum.Enum):
+        A = (1, 2)
+
+    with pytest.raises(TypeError, match="Weird"):
+        schema_for_type(Weird)
+
+
+# --- TypedDicts and dataclasses ----------------------------------------------------------
+
+
+def test_typeddict() -> None:
+    schema = checked(schema_for_type(Point))
+    assert schema == {
+        "type": "object",
+        "properties": {"x": {"type": "integer"}, "y": {"type": "integer"}},
+        "required": ["x", "y"],
+        "additionalProperties": False,
+    }
+    accepts(schema, {"x": 1, "y": 2})
+    rejects(schema, {"x": 1}, {"x": 1, "y": 2, "z": 3})
+
+
+def test_typeddict_total_false_and_qualifiers() -> None:
+    schema = checked(schema_for_type(Filters))
+    assert schema == {
+        "type": "object",
+        "properties": {
+            "tag": {"type": "string"},
+            "limit": {"type": "integer"},
+            "query": {"type": "string"},
+        },
+        "required": ["query"],
+        "additionalProperties": False,
+    }
+    accepts(schema, {"query": "q"}, {"query": "q", "limit": 3})
+    rejects(schema, {}, {"tag": "t"})
+    assert checked(schema_for_type(Mixed)) == {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string"},
+            "note": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+        },
+        "required": ["name"],
+        "additionalProperties": False,
+    }
+
+
+def test_typing_extensions_typeddict_and_read_only() -> None:
+    te = pytest.importorskip("typing_extensions")
+
+    class Item(te.TypedDict, total=False):
+        id: te.Required[te.ReadOnly[int]]
+        label: te.NotRequired[str]
+
+    assert checked(schema_for_type(Item)) == {
+        "type": "object",
+        "properties": {"id": {"type": "integer"}, "label": {"type": "string"}},
+        "required": ["id"],
+        "additionalProperties": False,
+    }
+
+
+def test_dataclass_with_defaults() -> None:
+    schema = checked(schema_for_type(Options))
+    assert schema == {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string"},
+            "retries": {"type": "integer", "default": 3},
+            "tags": {"type": "array", "items": {"type": "string"}},
+            "color": {"type": "string", "enum": ["red", "green"], "default": "green"},
+        },
+        "required": ["name"],
+        "additionalProperties": False,
+    }
+    accepts(schema, {"name": "n"}, {"name": "n", "tags": ["a"], "color": "red"})
+    rejects(schema, {"retries": 1}, {"name": "n", "color": "blue"})
+
+
+def test_nested_objects_are_inlined() -> None:
+    schema = checked(schema_for_type(Report))
+    assert "$defs" not in schema
+    assert schema["properties"]["where"] == schema_for_type(Point)
+    assert schema["properties"]["options"] == {
+        "anyOf": [schema_for_type(Options), {"type": "null"}],
+        "default": None,
+    }
+    accepts(schema, {"title": "t", "where": {"x": 1, "y": 2}, "options": {"name": "o"}})
+    rejects(schema, {"title": "t", "where": {"x": 1}})
+
+
+def test_recursive_dataclass_uses_defs() -> None:
+    schema = checked(schema_for_type(Node))
+    body = {
+        "type": "object",
+        "properties": {
+            "value": {"type": "integer"},
+            "children": {"type": "array", "items": {"$ref": "#/$defs/Node"}},
+        },
+        "required": ["value"],
+        "additionalProperties": False,
+    }
+    assert schema == {**body, "$defs": {"Node": body}}
+    accepts(schema, {"value": 1, "children": [{"value": 2, "children": [{"value": 3}]}]})
+    rejects(schema, {"value": 1, "children": [{"value": 2, "children": [{"value": "x"}]}]})
+
+
+def test_mutually_recursive_typeddicts() -> None:
+    schema = checked(schema_for_type(list[Tree]))
+    assert schema["type"] == "array"
+    assert schema["items"] == {"$ref": "#/$defs/Tree"}
+    assert set(schema["$defs"]) == {"Tree"}
+    tree = {"label": "a", "forest": [{"trees": [{"label": "b", "forest": []}]}]}
+    accepts(schema, [tree])
+    rejects(schema, [{"label": "a", "forest": [{"trees": [{"label": 1, "forest": []}]}]}])
+
+
+def test_recursive_type_in_parameters_puts_defs_at_the_root() -> None:
+    def tool(root: Node, spare: Node | None = None) -> None: ...
+
+    schema = checked(input_schema_for(tool))
+    assert schema["properties"] == {
+        "root": {"$ref": "#/$defs/Node"},
+        "spare": {"anyOf": [{"$ref": "#/$defs/Node"}, {"type": "null"}], "default": None},
+    }
+    assert set(schema["$defs"]) == {"Node"}
+    accepts(schema, {"root": {"value": 1, "children": [{"value": 2}]}})
+    rejects(schema, {"root": {"value": 1, "children": [{"value": "2"}]}})
+
+
+# --- Annotated ----------------------------------------------------------------------------
+
+
+def test_annotated_with_param_and_dict() -> None:
+    tp = Annotated[str, Param(description="City", title="Where", header="Region")]
+    assert checked(schema_for_type(tp)) == {
+        "type": "string",
+        "description": "City",
+        "title": "Where",
+        "x-mcp-header": "Region",
+    }
+    tp2 = Annotated[str, {"description": "City", "x-mcp-header": "Region"}]
+    assert checked(schema_for_type(tp2)) == {
+        "type": "string",
+        "description": "City",
+        "x-mcp-header": "Region",
+    }
+    tp3 = Annotated[int, Param(description="n", extra={"minimum": 0}), "ignored", {"maximum": 9}]
+    schema = checked(schema_for_type(tp3))
+    assert schema == {"type": "integer", "description": "n", "minimum": 0, "maximum": 9}
+    accepts(schema, 0, 9)
+    rejects(schema, -1, 10)
+
+
+def test_param_is_hashable_and_frozen() -> None:
+    param = Param(description="d", extra={"minimum": 1})
+    assert hash(param) == hash(Param(description="d"))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        param.description = "x"  # type: ignore[misc]
+
+
+# --- unsupported types --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("tp", "name"),
+    [
+        (Opaque, "Opaque"),
+        (bytes, "bytes"),
+        (T, "T"),
+        (dict[int, str], "int"),
+        (list[Opaque], "Opaque"),
+        (typing.Callable[[], int], "Callable"),
+        ("Missing", "Missing"),
+    ],
+)
+def test_unsupported_types_raise(tp: object, name: str) -> None:
+    with pytest.raises(TypeError, match=name):
+        schema_for_type(tp)
+
+
+# --- input_schema_for ---------------------------------------------------------------------
+
+
+def weather(
+    city: Annotated[str, Param(description="City", header="Region")],
+    ctx: Context,
+    days: int = 3,
+    units: Literal["c", "f"] = "c",
+    when: float | None = None,
+    *rest: int,
+    token: str = "",
+    **extra: Any,
+) -> str:
+    return city
+
+
+def test_input_schema() -> None:
+    schema = checked(input_schema_for(weather))
+    assert schema == {
+        "type": "object",
+        "properties": {
+            "city": {"type": "string", "description": "City", "x-mcp-header": "Region"},
+            "days": {"type": "integer", "default": 3},
+            "units": {"type": "string", "enum": ["c", "f"], "default": "c"},
+            "when": {"anyOf": [{"type": "number"}, {"type": "null"}], "default": None},
+            "token": {"type": "string", "default": ""},
+        },
+        "required": ["city"],
+        "additionalProperties": False,
+    }
+    assert list(schema["properties"]) == ["city", "days", "units", "when", "token"]
+    accepts(schema, {"city": "Oslo"}, {"city": "Oslo", "days": 1, "when": None})
+    rejects(schema, {}, {"city": "Oslo", "ctx": 1}, {"city": "Oslo", "units": "k"})
+
+
+def test_skip_and_no_required() -> None:
+    def tool(a: int = 1, b: str = "x", secret: str = "") -> None: ...
+
+    schema = checked(input_schema_for(tool, skip={"secret"}))
+    assert schema == {
+        "type": "object",
+        "properties": {
+            "a": {"type": "integer", "default": 1},
+            "b": {"type": "string", "default": "x"},
+        },
+        "additionalProperties": False,
+    }
+    assert checked(input_schema_for(lambda: None)) == {
+        "type": "object",
+        "properties": {},
+        "additionalProperties": False,
+    }
+
+
+def string_hints(x: "int", ctx: "Context", items: "list[Point]" = []) -> "str":  # noqa: B006
+    return ""
+
+
+def test_string_annotations() -> None:
+    assert checked(input_schema_for(string_hints)) == {
+        "type": "object",
+        "properties": {
+            "x": {"type": "integer"},
+            "items": {"type": "array", "items": schema_for_type(Point), "default": []},
+        },
+        "required": ["x"],
+        "additionalProperties": False,
+    }
+
+
+def test_unresolvable_context_string_is_still_skipped() -> None:
+    def tool(x: int, ctx: "presa_trio.Context") -> None: ...  # type: ignore[name-defined]  # noqa: F821
+
+    assert checked(input_schema_for(tool)) == {
+        "type": "object",
+        "properties": {"x": {"type": "integer"}},
+        "required": ["x"],
+        "additionalProperties": False,
+    }
+
+
+def test_unresolvable_parameter_names_itself() -> None:
+    def tool(x: "Nowhere") -> None: ...  # type: ignore[name-defined]  # noqa: F821
+
+    with pytest.raises(TypeError, match=r"parameter 'x'.*Nowhere"):
+        input_schema_for(tool)
+
+
+def test_unsupported_parameter_names_the_parameter_and_type() -> None:
+    def tool(blob: bytes) -> None: ...
+
+    with pytest.raises(TypeError, match=r"parameter 'blob' of .*tool.*bytes"):
+        input_schema_for(tool)
+
+
+def test_defaults_that_are_not_json_are_omitted() -> None:
+    marker = object()
+
+    def tool(
+        a: Any = marker,
+        b: float = float("nan"),
+        c: list[int] = (1, 2),  # type: ignore[assignment]
+        d: dict[str, Any] = {"k": [None, True, 1.5]},  # noqa: B006
+        e: Color = Color.RED,
+        f: dict[str, Any] = {"k": marker},  # noqa: B006
+    ) -> None: ...
+
+    props = checked(input_schema_for(tool))["properties"]
+    assert "default" not in props["a"]
+    assert "default" not in props["b"]
+    assert props["c"]["default"] == [1, 2]
+    assert props["d"]["default"] == {"k": [None, True, 1.5]}
+    assert props["e"]["default"] == "red"
+    assert "default" not in props["f"]
+
+
+def test_methods_and_async_functions() -> None:
+    class Tools:
+        def find(self, ctx: Context, name: str) -> list[str]:
+            return [name]
+
+        async def count(self, name: str) -> int:
+            return 1
+
+    expected = {
+        "type": "object",
+        "properties": {"name": {"type": "string"}},
+        "required": ["name"],
+        "additionalProperties": False,
+    }
+    assert checked(input_schema_for(Tools().find)) == expected
+    assert checked(input_schema_for(Tools().count)) == expected
+
+
+def test_missing_annotations_mean_any() -> None:
+    def tool(x, y=2):  # type: ignore[no-untyped-def]
+        return x
+
+    assert checked(input_schema_for(tool)) == {
+        "type": "object",
+        "properties": {"x": {}, "y": {"default": 2}},
+        "required": ["x"],
+        "additionalProperties": False,
+    }
+
+
+# --- output_schema_for --------------------------------------------------------------------
+
+
+def test_output_schema_for_object_returns() -> None:
+    def td() -> Point: ...
+    def dc() -> Options: ...
+    def mapping() -> dict[str, int]: ...
+    def annotated() -> Annotated[Point, Param(description="A point")]: ...
+    async def coro() -> Point: ...
+    def awaitable() -> Awaitable[Point]: ...
+
+    assert checked(output_schema_for(td)) == schema_for_type(Point)
+    assert checked(output_schema_for(dc)) == schema_for_type(Options)
+    assert output_schema_for(mapping) is None  # a plain dict may be a content block
+    assert checked(output_schema_for(annotated)) == {
+        **schema_for_type(Point),
+        "description": "A point",
+    }
+    assert output_schema_for(coro) == schema_for_type(Point)
+    assert output_schema_for(awaitable) == schema_for_type(Point)
+
+
+def test_output_schema_for_recursive_root_is_still_an_object() -> None:
+    def tool() -> Node: ...
+
+    schema = checked(output_schema_for(tool))
+    assert schema["type"] == "object"
+    assert set(schema["$defs"]) == {"Node"}
+
+
+def test_output_schema_none_for_other_returns() -> None:
+    def text() -> str: ...
+    def nothing() -> None: ...
+    def missing():  # type: ignore[no-untyped-def]
+        ...
+    def listing() -> list[Point]: ...
+    def optional() -> Point | None: ...
+    def content() -> TextContent: ...
+    def block() -> Block: ...
+    def number() -> int: ...
+    def unresolved() -> "Nowhere": ...  # type: ignore[name-defined]  # noqa: F821
+
+    for fn in (text, nothing, missing, listing, optional, content, block, number, unresolved):
+        assert output_schema_for(fn) is None, fn.__name__
+
+
+def test_output_schema_with_unsupported_field_raises() -> None:
+    class Bad(TypedDict):
+        thing: Opaque
+
+    def tool() -> Bad: ...
+
+    with pytest.raises(TypeError, match="Opaque"):
+        output_schema_for(tool)
+
+
+# --- to_jsonable --------------------------------------------------------------------------
+
+
+def test_to_jsonable() -> None:
+    report = Report("t", {"x": 1, "y": 2}, Options("o", tags=["a"]))
+    data = to_jsonable(report)
+    assert data == {
+        "title": "t",
+        "where": {"x": 1, "y": 2},
+        "options": {"name": "o", "retries": 3, "tags": ["a"], "color": "green"},
+    }
+    accepts(schema_for_type(Report), data)
+    assert to_jsonable({"a": (1, Color.RED), Color.GREEN: {3, 1, 2}}) == {
+        "a": [1, "red"],
+        "green": [1, 2, 3],
+    }
+    assert to_jsonable(Level.HIGH) == 2
+    assert to_jsonable("s") == "s"
+    assert to_jsonable(None) is None
+    assert sorted(typing.cast(list[Any], to_jsonable(frozenset({1, "a"}))), key=str) == [1, "a"]
+    assert to_jsonable(Options) is Options  # a class is not an instance
+
+
+# --- property: nested list/dict/Optional/tuple over scalars --------------------------------
+
+_json_floats = st.floats(allow_nan=False, allow_infinity=False)
+_scalar_cases = st.sampled_from(
+    [
+        (int, st.integers()),
+        (float, _json_floats | st.integers()),
+        (str, st.text()),
+        (bool, st.booleans()),
+        (type(None), st.none()),
+        (Literal["a", "b"], st.sampled_from(["a", "b"])),
+        (Color, st.sampled_from(["red", "green"])),
+    ]
+)
+
+
+def _extend(children: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    def wrap(case: tuple[Any, st.SearchStrategy[Any]]) -> st.SearchStrategy[Any]:
+        tp, values = case
+        return st.sampled_from(
+            [
+                (list[tp], st.lists(values, max_size=3)),
+                (dict[str, tp], st.dictionaries(st.text(max_size=3), values, max_size=3)),
+                (Optional[tp], st.none() | values),  # noqa: UP045
+                (tuple[tp, int], st.tuples(values, st.integers()).map(list)),
+                (Annotated[tp, Param(description="d")], values),
+            ]
+        )
+
+    return children.flatmap(wrap)
+
+
+_cases = st.recursive(_scalar_cases, _extend, max_leaves=6)
+
+
+@settings(database=None, max_examples=150, deadline=None)
+@given(st.data())
+def test_generated_types_accept_their_values(data: st.DataObject) -> None:
+    tp, values = data.draw(_cases)
+    schema = checked(schema_for_type(tp))
+    value = data.draw(values)
+    assert V(schema).is_valid(value), (tp, schema, value)
+    assert not V(schema).is_valid(object())
