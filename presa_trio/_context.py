@@ -8,13 +8,14 @@ response stream; it never sends a request to the client (wire §13.3).
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from ._wire import dialect
 from ._wire.dialect import RequestMeta
 from ._wire.headers import RoutingHeaders
 from ._wire.jsonrpc import RequestId, notification_message
-from .errors import MissingCapability
+from ._mrtr import RESPONSE_DEFINITIONS, InputRequired, can_ask, check_askable
+from .errors import InvalidParams, MissingCapability
 
 if TYPE_CHECKING:
     from ._server import Server
@@ -34,7 +35,10 @@ class Context:
         "_notify",
         "extras",
         "headers",
+        "input_responses",
         "keepalive",
+        "round",
+        "state",
         "meta",
         "method",
         "params",
@@ -62,6 +66,11 @@ class Context:
         # The HTTP routing headers (None on stdio): tools/call checks Mcp-Param-* with them.
         self.headers = headers
         self.keepalive = keepalive
+        # MRTR (wire §10): the retry's answers, and the verified state of the round it closes.
+        responses = params.get("inputResponses")
+        self.input_responses: Mapping[str, Any] = responses if isinstance(responses, dict) else {}
+        self.state: Mapping[str, Any] | None = None
+        self.round = 0
         self._last_progress: float | None = None
         # Per-request scratch space for extensions and middleware; dies with the request.
         self.extras: dict[str, Any] = {}
@@ -123,3 +132,51 @@ class Context:
         if logger is not None:
             params["logger"] = logger
         await self._notify(notification_message("notifications/message", params))
+
+    # ------------------------------------------------------------------ MRTR (wire §10)
+
+    def can_ask(self, request: Mapping[str, Any]) -> bool:
+        """True when this request's client declared what ``request`` needs (wire §10.5)."""
+        return can_ask(self.meta.client_capabilities, request)
+
+    def ask(
+        self,
+        requests: Mapping[str, Mapping[str, Any]] | None = None,
+        *,
+        state: Mapping[str, Any] | None = None,
+    ) -> NoReturn:
+        """End this round with ``input_required``: the client answers and retries.
+
+        Raises -32021 instead if the client did not declare a capability a request needs;
+        check ``can_ask`` first to degrade gracefully. ``state`` comes back on the retry as
+        ``ctx.state``, verified.
+        """
+        check_askable(self.meta.client_capabilities, requests or {})
+        raise InputRequired(requests, state)
+
+    def answers(
+        self,
+        requests: Mapping[str, Mapping[str, Any]],
+        *,
+        state: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """The client's answers to ``requests``; asks for whichever are still missing.
+
+        Each answer is checked against the result type of its request (-32602 if it is not,
+        say, an ``ElicitResult``). Unknown extra answers are ignored (wire §10.3).
+        """
+        found: dict[str, Any] = {}
+        missing: dict[str, Mapping[str, Any]] = {}
+        for key, request in requests.items():
+            response = self.input_responses.get(key)
+            if response is None:
+                missing[key] = request
+                continue
+            definition = RESPONSE_DEFINITIONS[request["method"]]
+            violations = self.server.schemas.violations(definition, response)
+            if violations:
+                raise InvalidParams(f"inputResponses.{key} is not a valid {definition}: {violations[0]}")
+            found[key] = response
+        if missing:
+            self.ask(missing, state=state)
+        return found

@@ -9,11 +9,14 @@ turns into a JSON-RPC error with its HTTP status here; anything else is logged a
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ._context import Context
+from ._mrtr import InputRequired
+from ._request_state import binding_digest
 from ._wire import dialect, headers as routing
 from ._wire.jsonrpc import Request, RequestId, error_message, result_message
 from .errors import InternalError, InvalidParams, McpError, MethodNotFound
@@ -122,7 +125,14 @@ class Dispatcher:
                 self.server, request.id, request.method, request.params, meta,
                 self._checked_notify(responder), headers, responder.keepalive,
             )
-            result = await method.handler(ctx, request.params)
+            if method.input_required:
+                binding = self._resume(method, ctx)
+                try:
+                    result = await method.handler(ctx, request.params)
+                except InputRequired as asked:
+                    result = self._input_required(asked, binding, ctx.round + 1)
+            else:
+                result = await method.handler(ctx, request.params)
             message = result_message(request.id, result)
             self._check_result(method, message)
         except McpError as exc:
@@ -134,6 +144,26 @@ class Dispatcher:
         if self.server.validate_outbound and "error" in message:
             self._check_error(message)
         await responder.finish(message, status)
+
+    def _resume(self, method: Method, ctx: Context) -> str:
+        """Verify a retry's ``requestState`` onto ``ctx``; return the round's binding."""
+        params = ctx.params
+        name = params.get(method.name_param) if method.name_param else None
+        binding = binding_digest(method.name, name, params.get("arguments"))
+        token = params.get("requestState")
+        if token is not None:
+            unsealed = self.server.sealer.unseal(token, binding=binding, now=time.time())
+            ctx.state, ctx.round = unsealed.data, unsealed.round
+        return binding
+
+    def _input_required(self, asked: InputRequired, binding: str, round: int) -> dict[str, Any]:
+        result: dict[str, Any] = {"resultType": dialect.INPUT_REQUIRED}
+        if asked.requests:
+            result["inputRequests"] = asked.requests
+        result["requestState"] = self.server.sealer.seal(
+            asked.state, binding=binding, round=round, now=time.time()
+        )
+        return self.server.stamp(result)
 
     def _checked_notify(self, responder: Responder) -> Callable[[dict[str, Any]], Awaitable[None]]:
         if not self.server.validate_outbound:

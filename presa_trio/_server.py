@@ -29,6 +29,7 @@ from ._registry import (
     Tool,
     prompt_arguments,
 )
+from ._request_state import DEFAULT_TTL_SECONDS, KeyRing, StateSealer
 from ._schema import Schemas
 from ._subscriptions import SubscriptionBus, flag_event, resource_updated_event
 from ._wire import dialect
@@ -66,6 +67,8 @@ class Server:
         page_size: int | None = None,
         logging: bool = False,
         schemas: Schemas | None = None,
+        state_keys: KeyRing | None = None,
+        state_ttl: float = DEFAULT_TTL_SECONDS,
     ) -> None:
         if cache_scope not in ("public", "private"):
             raise ValueError("cache_scope must be 'public' or 'private'")
@@ -91,6 +94,7 @@ class Server:
         self.completers: dict[tuple[str, str], Completer] = {}
         self.extensions: list[Extension] = []
         self.bus = SubscriptionBus()
+        self.sealer = StateSealer(state_keys, state_ttl)
         self.dispatcher = Dispatcher(self)
         self._background: trio.Nursery | None = None
         from ._methods import core_methods
