@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from ._mrtr import RESPONSE_DEFINITIONS, InputRequired, can_ask, check_askable
 from ._wire import dialect
 from ._wire.dialect import RequestMeta
 from ._wire.headers import RoutingHeaders
 from ._wire.jsonrpc import RequestId, notification_message
-from ._mrtr import RESPONSE_DEFINITIONS, InputRequired, can_ask, check_askable
 from .errors import InvalidParams, MissingCapability
 
 if TYPE_CHECKING:
@@ -37,13 +37,13 @@ class Context:
         "headers",
         "input_responses",
         "keepalive",
-        "round",
-        "state",
         "meta",
         "method",
         "params",
         "request_id",
+        "round",
         "server",
+        "state",
     )
 
     def __init__(
@@ -92,7 +92,9 @@ class Context:
             for key in path:
                 node[key] = {}
                 node = node[key]
-            raise MissingCapability(f"This request requires the {'.'.join(path)} capability", required)
+            raise MissingCapability(
+                f"This request requires the {'.'.join(path)} capability", required
+            )
 
     async def notify(self, message: dict[str, Any]) -> None:
         """Send a raw notification on this request's own stream (validated when on)."""
@@ -175,7 +177,9 @@ class Context:
             definition = RESPONSE_DEFINITIONS[request["method"]]
             violations = self.server.schemas.violations(definition, response)
             if violations:
-                raise InvalidParams(f"inputResponses.{key} is not a valid {definition}: {violations[0]}")
+                raise InvalidParams(
+                    f"inputResponses.{key} is not a valid {definition}: {violations[0]}"
+                )
             found[key] = response
         if missing:
             self.ask(missing, state=state)

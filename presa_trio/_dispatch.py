@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ._context import Context
 from ._mrtr import InputRequired
 from ._request_state import binding_digest
-from ._wire import dialect, headers as routing
+from ._wire import dialect
+from ._wire import headers as routing
 from ._wire.jsonrpc import Request, RequestId, error_message, result_message
 from .errors import InternalError, InvalidParams, McpError, MethodNotFound
 
@@ -98,7 +99,12 @@ class Dispatcher:
         if headers is not None and method.name_param is not None:
             routing.check_name(headers, params.get(method.name_param))
         if method.request_def is not None and self.server.validate_inbound:
-            message = {"jsonrpc": "2.0", "id": request.id, "method": request.method, "params": params}
+            message = {
+                "jsonrpc": "2.0",
+                "id": request.id,
+                "method": request.method,
+                "params": params,
+            }
             violations = self.server.schemas.violations(method.request_def, message)
             if violations:
                 first = violations[0]
@@ -122,8 +128,14 @@ class Dispatcher:
         try:
             method, meta = self.admit(request, headers)
             ctx = Context(
-                self.server, request.id, request.method, request.params, meta,
-                self._checked_notify(responder), headers, responder.keepalive,
+                self.server,
+                request.id,
+                request.method,
+                request.params,
+                meta,
+                self._checked_notify(responder),
+                headers,
+                responder.keepalive,
             )
             if method.input_required:
                 binding = self._resume(method, ctx)

@@ -7,6 +7,7 @@ the dispatcher's; what is served is the server's registry.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -114,7 +115,7 @@ def core_methods(server: Server) -> list[Method]:
         if completer is not None:
             context = (params.get("context") or {}).get("arguments") or {}
             found = completer(params["argument"]["name"], params["argument"]["value"], context)
-            if hasattr(found, "__await__"):
+            if inspect.isawaitable(found):
                 found = await found
             values = [str(v) for v in found]
         completion: dict[str, Any] = {
@@ -132,35 +133,70 @@ def core_methods(server: Server) -> list[Method]:
     has_prompts = lambda: bool(server.prompts)  # noqa: E731
     return [
         Method("server/discover", discover, "DiscoverRequest", "DiscoverResult"),
-        Method("tools/list", list_tools, "ListToolsRequest", "ListToolsResult", available=has_tools),
         Method(
-            "tools/call", call_tool, "CallToolRequest", "CallToolResult",
-            name_param="name", input_required=True, available=has_tools,
+            "tools/list", list_tools, "ListToolsRequest", "ListToolsResult", available=has_tools
         ),
         Method(
-            "resources/list", list_resources, "ListResourcesRequest", "ListResourcesResult",
+            "tools/call",
+            call_tool,
+            "CallToolRequest",
+            "CallToolResult",
+            name_param="name",
+            input_required=True,
+            available=has_tools,
+        ),
+        Method(
+            "resources/list",
+            list_resources,
+            "ListResourcesRequest",
+            "ListResourcesResult",
             available=has_resources,
         ),
         Method(
-            "resources/templates/list", list_templates, "ListResourceTemplatesRequest",
-            "ListResourceTemplatesResult", available=has_resources,
+            "resources/templates/list",
+            list_templates,
+            "ListResourceTemplatesRequest",
+            "ListResourceTemplatesResult",
+            available=has_resources,
         ),
         Method(
-            "resources/read", read_resource, "ReadResourceRequest", "ReadResourceResult",
-            name_param="uri", input_required=True, available=has_resources,
+            "resources/read",
+            read_resource,
+            "ReadResourceRequest",
+            "ReadResourceResult",
+            name_param="uri",
+            input_required=True,
+            available=has_resources,
         ),
-        Method("prompts/list", list_prompts, "ListPromptsRequest", "ListPromptsResult", available=has_prompts),
         Method(
-            "prompts/get", get_prompt, "GetPromptRequest", "GetPromptResult",
-            name_param="name", input_required=True, available=has_prompts,
+            "prompts/list",
+            list_prompts,
+            "ListPromptsRequest",
+            "ListPromptsResult",
+            available=has_prompts,
         ),
         Method(
-            "completion/complete", complete, "CompleteRequest", "CompleteResult",
+            "prompts/get",
+            get_prompt,
+            "GetPromptRequest",
+            "GetPromptResult",
+            name_param="name",
+            input_required=True,
+            available=has_prompts,
+        ),
+        Method(
+            "completion/complete",
+            complete,
+            "CompleteRequest",
+            "CompleteResult",
             available=lambda: bool(server.completers),
         ),
         Method(
-            "subscriptions/listen", listen, "SubscriptionsListenRequest",
-            "SubscriptionsListenResult", available=lambda: _can_notify(server),
+            "subscriptions/listen",
+            listen,
+            "SubscriptionsListenRequest",
+            "SubscriptionsListenResult",
+            available=lambda: _can_notify(server),
         ),
     ]
 

@@ -23,7 +23,7 @@ RESPONSE_DEFINITIONS = {
 }
 
 
-class InputRequired(Exception):  # noqa: N818 - it is a result, not an error
+class InputRequired(Exception):
     """Ends this round: the client must answer ``requests`` and retry.
 
     ``state`` is handler data to get back, verified, on the retry (``Context.state``).
@@ -39,17 +39,25 @@ class InputRequired(Exception):  # noqa: N818 - it is a result, not an error
         self.state = dict(state or {})
 
 
-def elicit(message: str, properties: Mapping[str, Any], required: list[str] | None = None) -> dict[str, Any]:
+def elicit(
+    message: str, properties: Mapping[str, Any], required: list[str] | None = None
+) -> dict[str, Any]:
     """A form-mode ``elicitation/create`` request over flat ``properties``."""
     schema: dict[str, Any] = {"type": "object", "properties": dict(properties)}
     if required:
         schema["required"] = list(required)
-    return {"method": "elicitation/create", "params": {"message": message, "requestedSchema": schema}}
+    return {
+        "method": "elicitation/create",
+        "params": {"message": message, "requestedSchema": schema},
+    }
 
 
 def elicit_url(message: str, url: str) -> dict[str, Any]:
     """A URL-mode elicitation: the user completes it in a browser (needs ``elicitation.url``)."""
-    return {"method": "elicitation/create", "params": {"mode": "url", "message": message, "url": url}}
+    return {
+        "method": "elicitation/create",
+        "params": {"mode": "url", "message": message, "url": url},
+    }
 
 
 def sample(prompt: str, max_tokens: int, **params: Any) -> dict[str, Any]:
@@ -97,7 +105,9 @@ def can_ask(capabilities: Mapping[str, Any], request: Mapping[str, Any]) -> bool
     return _declared(capabilities, required_capability(request))
 
 
-def check_askable(capabilities: Mapping[str, Any], requests: Mapping[str, Mapping[str, Any]]) -> None:
+def check_askable(
+    capabilities: Mapping[str, Any], requests: Mapping[str, Mapping[str, Any]]
+) -> None:
     """Raise -32021 naming every capability the requests need and the client lacks (wire §10.5)."""
     missing: dict[str, Any] = {}
     for request in requests.values():

@@ -187,7 +187,11 @@ class ToolResult:
 
 
 def error_result(message: str) -> dict[str, Any]:
-    return {"resultType": "complete", "content": [{"type": "text", "text": message}], "isError": True}
+    return {
+        "resultType": "complete",
+        "content": [{"type": "text", "text": message}],
+        "isError": True,
+    }
 
 
 def _is_block(value: object) -> bool:
@@ -320,7 +324,9 @@ class Prompt:
         return wire
 
     async def get(self, ctx: Context, arguments: Mapping[str, Any]) -> dict[str, Any]:
-        missing = [a["name"] for a in self.arguments if a.get("required") and a["name"] not in arguments]
+        missing = [
+            a["name"] for a in self.arguments if a.get("required") and a["name"] not in arguments
+        ]
         if missing:
             raise InvalidParams(f"Missing required prompt argument(s): {', '.join(missing)}")
         value = await self.signature.call(ctx, arguments)
@@ -333,7 +339,10 @@ def prompt_arguments(fn: Handler) -> list[dict[str, Any]]:
     hints = _safe_hints(fn)
     found: list[dict[str, Any]] = []
     for param in inspect.signature(fn).parameters.values():
-        if hints.get(param.name) is Context or param.kind in (param.VAR_KEYWORD, param.VAR_POSITIONAL):
+        if hints.get(param.name) is Context or param.kind in (
+            param.VAR_KEYWORD,
+            param.VAR_POSITIONAL,
+        ):
             continue
         argument: dict[str, Any] = {"name": param.name}
         if param.default is param.empty:

@@ -28,7 +28,11 @@ def _b64(data: bytes) -> str:
 
 
 def _unb64(text: str) -> bytes:
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    """Strict base64url: only the canonical spelling decodes (no spare bits, no padding)."""
+    data = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    if _b64(data) != text:
+        raise ValueError("non-canonical base64")
+    return data
 
 
 def binding_digest(method: str, name: object, arguments: object) -> str:

@@ -127,8 +127,14 @@ class Server:
             tool_name = name or fn.__name__
             if tool_name in self.tools:
                 raise ValueError(f"tool {tool_name!r} is declared twice")
-            schema = dict(input_schema) if input_schema is not None else _typeschema.input_schema_for(fn)
-            out = dict(output_schema) if output_schema is not None else _typeschema.output_schema_for(fn)
+            schema = (
+                dict(input_schema) if input_schema is not None else _typeschema.input_schema_for(fn)
+            )
+            out = (
+                dict(output_schema)
+                if output_schema is not None
+                else _typeschema.output_schema_for(fn)
+            )
             self.tools[tool_name] = Tool(
                 name=tool_name,
                 description=description or _doc(fn) or tool_name,
@@ -178,7 +184,9 @@ class Server:
                 ttl_ms=ttl_ms,
                 cache_scope=cache_scope,
             )
-            table: dict[str, Any] = self.templates if entry_type is ResourceTemplate else self.resources
+            table: dict[str, Any] = (
+                self.templates if entry_type is ResourceTemplate else self.resources
+            )
             if uri in table:
                 raise ValueError(f"resource {uri!r} is declared twice")
             table[uri] = entry
@@ -204,14 +212,18 @@ class Server:
                 name=prompt_name,
                 description=description or _doc(fn) or prompt_name,
                 signature=Signature.of(fn),
-                arguments=[dict(a) for a in arguments] if arguments is not None else prompt_arguments(fn),
+                arguments=[dict(a) for a in arguments]
+                if arguments is not None
+                else prompt_arguments(fn),
                 title=title,
             )
             return fn
 
         return register
 
-    def completion(self, *, prompt: str | None = None, resource: str | None = None) -> Callable[[F], F]:
+    def completion(
+        self, *, prompt: str | None = None, resource: str | None = None
+    ) -> Callable[[F], F]:
         """Declare the completer of a prompt's or resource template's arguments.
 
         The function receives ``(argument_name, value, context_arguments)`` and returns an
@@ -269,7 +281,9 @@ class Server:
         return self.bus.publish(flag_event("notifications/tools/list_changed", "toolsListChanged"))
 
     def notify_prompts_changed(self) -> int:
-        return self.bus.publish(flag_event("notifications/prompts/list_changed", "promptsListChanged"))
+        return self.bus.publish(
+            flag_event("notifications/prompts/list_changed", "promptsListChanged")
+        )
 
     def notify_resources_changed(self) -> int:
         return self.bus.publish(
@@ -299,7 +313,9 @@ class Server:
             self._background = nursery
             try:
                 for extension in self.extensions:
-                    await nursery.start(lambda task_status, e=extension: e.serve(self, task_status=task_status))
+                    await nursery.start(
+                        lambda task_status, e=extension: e.serve(self, task_status=task_status)
+                    )
                 yield self
             finally:
                 self.bus.close()
@@ -326,7 +342,9 @@ def page(items: list[Any], cursor: object, size: int | None) -> tuple[list[Any],
     if size is None:
         return items[start:], None
     end = start + size
-    next_cursor = base64.urlsafe_b64encode(f"o:{end}".encode()).decode() if end < len(items) else None
+    next_cursor = (
+        base64.urlsafe_b64encode(f"o:{end}".encode()).decode() if end < len(items) else None
+    )
     return items[start:end], next_cursor
 
 

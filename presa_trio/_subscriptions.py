@@ -105,5 +105,3 @@ def resource_updated_event(uri: str) -> Event:
         return any(uri == w or uri.startswith(w.rstrip("/") + "/") for w in watched)
 
     return Event("notifications/resources/updated", {"uri": uri}, matches)
-
-

@@ -174,12 +174,15 @@ class HttpResponder:
 
 
 async def _json(send: Send, status: int, message: dict[str, Any]) -> None:
-    await send({"type": "http.response.start", "status": status, "headers": _JSON})
-    await send({"type": "http.response.body", "body": encode(message)})
+    body = encode(message)
+    headers = [*_JSON, (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
 
 
 async def _plain(
     send: Send, status: int, body: bytes, extra: list[tuple[bytes, bytes]] | None = None
 ) -> None:
-    await send({"type": "http.response.start", "status": status, "headers": _PLAIN + (extra or [])})
+    headers = [*_PLAIN, (b"content-length", str(len(body)).encode()), *(extra or [])]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})

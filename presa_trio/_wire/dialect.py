@@ -25,7 +25,14 @@ META_PROGRESS_TOKEN = "progressToken"
 
 # Ordered from least to most severe (spec 2026-07-28 server/utilities/logging.mdx).
 LOG_LEVELS: tuple[str, ...] = (
-    "debug", "info", "notice", "warning", "error", "critical", "alert", "emergency",
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
 )
 
 # Methods removed in 2026-07-28; they are simply unknown here (wire §1.2).

@@ -171,8 +171,8 @@ def header_params_of(schema: Mapping[str, Any]) -> tuple[HeaderParam, ...]:
             if header is not None:
                 _check_declaration(key, header, prop, seen)
                 seen.add(header.lower())
-                found.append(HeaderParam(path + (key,), header, prop["type"]))
-            walk(prop, path + (key,))
+                found.append(HeaderParam((*path, key), header, prop["type"]))
+            walk(prop, (*path, key))
 
     walk(schema, ())
     return tuple(found)

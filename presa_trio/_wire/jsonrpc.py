@@ -49,6 +49,8 @@ def parse_message(body: bytes | str) -> Request | Notification:
         obj = json.loads(body)
     except (ValueError, UnicodeDecodeError):
         raise EnvelopeError(ParseError("Parse error: body is not valid JSON")) from None
+    except RecursionError:
+        raise EnvelopeError(ParseError("Parse error: JSON nested too deeply")) from None
     return message_from_obj(obj)
 
 
@@ -71,9 +73,7 @@ def message_from_obj(obj: object) -> Request | Notification:
     if "id" not in obj:
         return Notification(method, obj.get("params"))
     if request_id is None:
-        raise EnvelopeError(
-            InvalidRequest("Invalid request: id must be a string or an integer")
-        )
+        raise EnvelopeError(InvalidRequest("Invalid request: id must be a string or an integer"))
     return Request(request_id, method, obj.get("params"))
 
 

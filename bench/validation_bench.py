@@ -1,0 +1,133 @@
+"""Micro-benchmark of presa_trio schema validation per tools/call: jsonschema-rs vs jsonschema.
+
+Times Schemas.is_valid and .violations in-process (best of N timeit runs); no HTTP, no I/O.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import importlib
+import json
+import sys
+import time
+import timeit
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from presa_trio._schema import Schemas, load_document
+
+BACKENDS = ("jsonschema-rs", "jsonschema")
+META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+    "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1"},
+}
+TEXT = "This is a simple text response for testing."
+
+
+def call_request() -> dict[str, Any]:
+    params = {"name": "test_simple_text", "arguments": {}, "_meta": META}
+    return {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
+
+
+def small_result() -> dict[str, Any]:
+    return {"resultType": "complete", "content": [{"type": "text", "text": TEXT}]}
+
+
+def large_result(blocks: int = 200, block_bytes: int = 1024) -> dict[str, Any]:
+    text = ("0123456789abcdef" * (block_bytes // 16 + 1))[:block_bytes]
+    content: list[dict[str, Any]] = [{"type": "text", "text": text} for _ in range(blocks)]
+    png = base64.b64encode(bytes(range(256)) * 16).decode("ascii")  # 4 KiB of "image" bytes
+    content.append({"type": "image", "data": png, "mimeType": "image/png"})
+    return {"resultType": "complete", "content": content}
+
+
+def invalid_request() -> dict[str, Any]:
+    bad = call_request()
+    del bad["params"]["name"]
+    return bad
+
+
+# (label, $def, instance, method): "is_valid" is the hot path, "violations" the full call
+CASES: list[tuple[str, str, dict[str, Any], str]] = [
+    ("request", "CallToolRequest", call_request(), "is_valid"),
+    ("request", "CallToolRequest", call_request(), "violations"),
+    ("result 1 text", "CallToolResult", small_result(), "is_valid"),
+    ("result 1 text", "CallToolResult", small_result(), "violations"),
+    ("result 200x1KB+img", "CallToolResult", large_result(), "is_valid"),
+    ("result 200x1KB+img", "CallToolResult", large_result(), "violations"),
+    ("invalid request", "CallToolRequest", invalid_request(), "violations"),
+]
+
+
+def best_us(fn: Callable[[], object], repeat: int, min_time: float) -> float:
+    timer = timeit.Timer(fn)
+    number = 1
+    while timer.timeit(number) < min_time:
+        number *= 2
+    return min(timer.repeat(repeat, number)) / number * 1e6
+
+
+def compile_times(document: dict[str, Any]) -> None:
+    for module in ("jsonschema_rs", "jsonschema"):  # import cost is reported apart from compile
+        note = " (already imported by presa_trio)" if module in sys.modules else ""
+        t0 = time.perf_counter()
+        importlib.import_module(module)
+        print(f"import {module}: {(time.perf_counter() - t0) * 1e3:.2f} ms{note}")
+    print("\nfirst use of a $def (compile + one validation), fresh Schemas per backend, ms")
+    print(f"{'def':<18}{'backend':<15}{'first_ms':>10}")
+    for backend in BACKENDS:
+        schemas = Schemas(document, backend=backend)
+        for name, inst in (("CallToolRequest", call_request()), ("CallToolResult", small_result())):
+            t0 = time.perf_counter()
+            schemas.is_valid(name, inst)
+            print(f"{name:<18}{backend:<15}{(time.perf_counter() - t0) * 1e3:>10.2f}")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=7, help="timeit repeats; the best is kept")
+    ap.add_argument("--min-time", type=float, default=0.2, help="seconds per timeit run (>=)")
+    args = ap.parse_args()
+
+    t0 = time.perf_counter()
+    document = load_document()
+    print(f"# {time.strftime('%Y-%m-%d %H:%M:%S')}  python {sys.version.split()[0]}")
+    print(f"load_document(): {(time.perf_counter() - t0) * 1e3:.2f} ms\n")
+    compile_times(document)
+
+    schemas = {b: Schemas(document, backend=b) for b in BACKENDS}
+    print("\nper-call time, microseconds (best of --repeat); ratio = jsonschema / jsonschema-rs")
+    print(
+        f"{'case':<20}{'def':<17}{'bytes':>8}  {'method':<11}"
+        f"{'jsonschema-rs':>14}{'jsonschema':>12}{'ratio':>8}"
+    )
+    failed = False
+    for label, name, inst, method in CASES:
+        size = len(json.dumps(inst, separators=(",", ":")))
+        valid = not label.startswith("invalid")
+        us: dict[str, float] = {}
+        for backend, s in schemas.items():
+            call = getattr(s, method)
+            result = call(name, inst)
+            ok = result is valid if method == "is_valid" else (result == []) == valid
+            if not ok:
+                print(f"! {backend} {method}({name}) gave {result!r}", file=sys.stderr)
+                failed = True
+            us[backend] = best_us(
+                lambda c=call, n=name, i=inst: c(n, i), args.repeat, args.min_time
+            )
+        rs, py = us["jsonschema-rs"], us["jsonschema"]
+        print(
+            f"{label:<20}{name:<17}{size:>8}  {method:<11}{rs:>14.2f}{py:>12.2f}{py / rs:>8.1f}",
+            flush=True,
+        )
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

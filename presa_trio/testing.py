@@ -1,0 +1,441 @@
+"""An in-process MCP 2026-07-28 client for tests: drives a server's ASGI app, no sockets.
+
+Every message in both directions is checked against the vendored schema; a violation fails
+the test with ``SchemaViolationError`` naming the ``$def`` and the JSON pointer. It speaks the
+stateless dialect (per-request ``_meta``, routing headers) and answers MRTR rounds for you.
+It is a test tool: it does not reconnect, retry or time out on its own (wrap calls in
+``trio.fail_after``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import trio
+
+from ._schema import Schemas
+from ._server import Server
+from ._transports.asgi import AsgiApp
+from ._wire.dialect import (
+    META_CLIENT_CAPABILITIES,
+    META_CLIENT_INFO,
+    META_PROTOCOL_VERSION,
+    PROTOCOL_VERSION,
+)
+
+__all__ = [
+    "Client",
+    "HttpResult",
+    "RpcError",
+    "SchemaViolationError",
+    "drive",
+    "open_client",
+]
+
+DEFAULT_CAPABILITIES: dict[str, Any] = {"elicitation": {}, "sampling": {}, "roots": {}}
+NAME_PARAMS = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+
+Answer = Callable[[str, Mapping[str, Any]], Any]
+
+
+class SchemaViolationError(AssertionError):
+    """A message broke the 2026-07-28 schema."""
+
+
+class RpcError(Exception):
+    """The server answered a JSON-RPC error."""
+
+    def __init__(self, error: Mapping[str, Any], status: int) -> None:
+        super().__init__(f"{error.get('code')}: {error.get('message')} (HTTP {status})")
+        self.code: int = error["code"]
+        self.message: str = error.get("message", "")
+        self.data: Any = error.get("data")
+        self.status = status
+
+
+@dataclass
+class HttpResult:
+    """One HTTP exchange: status, headers (lower-case names), body and the messages in it."""
+
+    status: int
+    headers: dict[str, str]
+    body: bytes
+    messages: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def response(self) -> dict[str, Any] | None:
+        """The JSON-RPC response (the message with an ``id``), if any."""
+        for message in self.messages:
+            if "id" in message and "method" not in message:
+                return message
+        return None
+
+    @property
+    def notifications(self) -> list[dict[str, Any]]:
+        return [m for m in self.messages if "method" in m and "id" not in m]
+
+
+def parse_body(content_type: str, body: bytes) -> list[dict[str, Any]]:
+    """JSON or SSE bodies to messages (SSE: one ``data:`` line per event)."""
+    if content_type.startswith("text/event-stream"):
+        return [
+            json.loads(line[5:]) for line in body.decode().splitlines() if line.startswith("data:")
+        ]
+    if content_type.startswith("application/json") and body:
+        return [json.loads(body)]
+    return []
+
+
+class _Exchange:
+    """The client half of one ASGI HTTP call, with a switch to disconnect."""
+
+    def __init__(self, body: bytes) -> None:
+        self._body: bytes | None = body
+        self.disconnected = trio.Event()
+        self.started = trio.Event()
+        self.status = 0
+        self.headers: dict[str, str] = {}
+        self.chunks_send, self.chunks = trio.open_memory_channel[bytes](1000)
+
+    async def receive(self) -> dict[str, Any]:
+        if self._body is not None:
+            body, self._body = self._body, None
+            return {"type": "http.request", "body": body, "more_body": False}
+        await self.disconnected.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(self, message: Mapping[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            self.status = message["status"]
+            self.headers = {k.decode().lower(): v.decode() for k, v in message.get("headers", [])}
+            self.started.set()
+        elif message["type"] == "http.response.body":
+            if message.get("body"):
+                self.chunks_send.send_nowait(message["body"])
+            if not message.get("more_body", False):
+                self.chunks_send.close()
+
+
+def _scope(method: str, path: str, headers: list[tuple[str, str]]) -> dict[str, Any]:
+    raw = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers]
+    if not any(k == b"host" for k, _ in raw):
+        raw.append((b"host", b"127.0.0.1:8000"))
+    return {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": method,
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "headers": raw,
+        "client": ("127.0.0.1", 50000),
+        "server": ("127.0.0.1", 8000),
+    }
+
+
+async def drive(
+    app: AsgiApp,
+    body: bytes | str = b"",
+    headers: list[tuple[str, str]] | None = None,
+    *,
+    method: str = "POST",
+    path: str = "/mcp",
+) -> HttpResult:
+    """One complete HTTP exchange with ``app``; the raw tool for malformed-input tests."""
+    data = body.encode() if isinstance(body, str) else body
+    exchange = _Exchange(data)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(
+            app, _scope(method, path, headers or []), exchange.receive, exchange.send
+        )
+        payload = b"".join([chunk async for chunk in exchange.chunks])
+        exchange.disconnected.set()
+    content_type = exchange.headers.get("content-type", "")
+    return HttpResult(exchange.status, exchange.headers, payload, parse_body(content_type, payload))
+
+
+class Stream:
+    """One in-flight request's response, message by message, that the client can abandon."""
+
+    def __init__(self, exchange: _Exchange, check: Callable[[dict[str, Any]], None]) -> None:
+        self._exchange = exchange
+        self._check = check
+        self._buffer = b""
+
+    @property
+    def status(self) -> int:
+        """The HTTP status, once the response has started (0 before)."""
+        return self._exchange.status
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return self._exchange.headers
+
+    def disconnect(self) -> None:
+        """Drop the connection, as a client that goes away does."""
+        self._exchange.disconnected.set()
+
+    async def next(self) -> dict[str, Any]:
+        """The next message; raises ``EOFError`` when the server ends the response."""
+        await self._exchange.started.wait()
+        if not self._exchange.headers.get("content-type", "").startswith("text/event-stream"):
+            body = b"".join([chunk async for chunk in self._exchange.chunks])
+            if not body:
+                raise EOFError("response ended")
+            message: dict[str, Any] = json.loads(body)
+            self._check(message)
+            return message
+        while b"\n\n" not in self._buffer:
+            try:
+                self._buffer += await self._exchange.chunks.receive()
+            except trio.EndOfChannel:
+                raise EOFError("stream ended") from None
+        frame, self._buffer = self._buffer.split(b"\n\n", 1)
+        for line in frame.decode().splitlines():
+            if line.startswith("data:"):
+                event: dict[str, Any] = json.loads(line[5:])
+                self._check(event)
+                return event
+        return await self.next()  # a comment (keep-alive) frame
+
+
+class Client:
+    """A stateless 2026-07-28 client bound to one app; every message schema-checked."""
+
+    def __init__(
+        self,
+        app: AsgiApp,
+        *,
+        capabilities: Mapping[str, Any] | None = None,
+        client_info: Mapping[str, Any] | None = None,
+        schemas: Schemas | None = None,
+        validate: bool = True,
+    ) -> None:
+        self.app = app
+        self.capabilities = dict(DEFAULT_CAPABILITIES if capabilities is None else capabilities)
+        self.client_info = dict(client_info or {"name": "presa-trio-testing", "version": "1"})
+        self.schemas = schemas if schemas is not None else app.server.schemas
+        self.validate = validate
+        self._next_id = 0
+        self._requests = self.schemas.request_definitions()
+        self._notifications = self.schemas.notification_definitions()
+
+    # ------------------------------------------------------------------ building
+
+    def message(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        capabilities: Mapping[str, Any] | None = None,
+        meta: Mapping[str, Any] | None = None,
+        request_id: int | str | None = None,
+    ) -> dict[str, Any]:
+        """A request with this client's ``_meta`` (``meta`` adds or replaces keys)."""
+        self._next_id += 1
+        body = dict(params or {})
+        body["_meta"] = {
+            META_PROTOCOL_VERSION: PROTOCOL_VERSION,
+            META_CLIENT_CAPABILITIES: dict(
+                self.capabilities if capabilities is None else capabilities
+            ),
+            META_CLIENT_INFO: self.client_info,
+            **(meta or {}),
+        }
+        identifier = self._next_id if request_id is None else request_id
+        return {"jsonrpc": "2.0", "id": identifier, "method": method, "params": body}
+
+    def headers_for(self, message: Mapping[str, Any]) -> list[tuple[str, str]]:
+        headers = [
+            ("content-type", "application/json"),
+            ("accept", "application/json, text/event-stream"),
+            ("mcp-protocol-version", message["params"]["_meta"][META_PROTOCOL_VERSION]),
+            ("mcp-method", message["method"]),
+        ]
+        name_param = NAME_PARAMS.get(message["method"]) or self._extension_name_param(message)
+        if name_param is not None and isinstance(message["params"].get(name_param), str):
+            headers.append(("mcp-name", message["params"][name_param]))
+        return headers
+
+    def _extension_name_param(self, message: Mapping[str, Any]) -> str | None:
+        method = self.app.server.dispatcher.methods.get(message["method"])
+        return method.name_param if method is not None else None
+
+    # ------------------------------------------------------------------ checking
+
+    def _violations(self, definition: str, instance: object) -> None:
+        if not self.validate:
+            return
+        found = self.schemas.violations(definition, instance)
+        if found:
+            raise SchemaViolationError("\n".join(str(v) for v in found))
+
+    def check_outgoing(self, message: Mapping[str, Any]) -> None:
+        definition = self._requests.get(message["method"])
+        self._violations(definition or "JSONRPCRequest", message)
+
+    def check_incoming(self, message: dict[str, Any], method: str) -> None:
+        if "method" in message:
+            if "id" in message:
+                raise SchemaViolationError(f"server sent a request on a {method} stream")
+            self._violations(
+                self._notifications.get(message["method"], "JSONRPCNotification"), message
+            )
+        elif "error" in message:
+            code = message["error"].get("code")
+            self._violations(
+                {
+                    -32020: "HeaderMismatchError",
+                    -32021: "MissingRequiredClientCapabilityError",
+                    -32022: "UnsupportedProtocolVersionError",
+                }.get(code, "JSONRPCErrorResponse"),
+                message,
+            )
+        else:
+            self._violations("JSONRPCResultResponse", message)
+            result = message["result"]
+            kind = result.get("resultType")
+            routed = self.app.server.dispatcher.methods.get(method)
+            if kind == "input_required":
+                self._violations("InputRequiredResult", result)
+            elif kind == "complete" and routed is not None and routed.result_def:
+                self._violations(routed.result_def, result)
+            else:
+                self._violations("Result", result)
+
+    # ------------------------------------------------------------------ sending
+
+    async def send(
+        self, message: dict[str, Any], headers: list[tuple[str, str]] | None = None
+    ) -> HttpResult:
+        """POST one prepared message; returns the raw exchange (errors are not raised)."""
+        self.check_outgoing(message)
+        result = await drive(self.app, json.dumps(message), headers or self.headers_for(message))
+        for received in result.messages:
+            self.check_incoming(received, message["method"])
+        return result
+
+    async def request(
+        self, method: str, params: Mapping[str, Any] | None = None, **options: Any
+    ) -> dict[str, Any]:
+        """Send a request and return its result; a JSON-RPC error raises ``RpcError``."""
+        result = await self.send(self.message(method, params, **options))
+        response = result.response
+        if response is None:
+            raise AssertionError(f"no JSON-RPC response to {method} (HTTP {result.status})")
+        if "error" in response:
+            raise RpcError(response["error"], result.status)
+        self.last = result
+        answer: dict[str, Any] = response["result"]
+        return answer
+
+    async def discover(self) -> dict[str, Any]:
+        return await self.request("server/discover")
+
+    async def list_tools(self) -> list[dict[str, Any]]:
+        return list((await self.request("tools/list"))["tools"])
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        answer: Answer | None = None,
+        max_rounds: int = 10,
+        input_responses: Mapping[str, Any] | None = None,
+        request_state: str | None = None,
+        **options: Any,
+    ) -> dict[str, Any]:
+        """Call a tool; with ``answer``, MRTR rounds are answered and retried for you.
+
+        ``answer(key, input_request)`` returns the response for one input request (it may be
+        a coroutine function). ``input_responses``/``request_state`` send a retry by hand.
+        """
+        params: dict[str, Any] = {"name": name}
+        if arguments is not None:
+            params["arguments"] = dict(arguments)
+        if input_responses is not None:
+            params["inputResponses"] = dict(input_responses)
+        if request_state is not None:
+            params["requestState"] = request_state
+        return await self._with_rounds("tools/call", params, answer, max_rounds, options)
+
+    async def _with_rounds(
+        self,
+        method: str,
+        params: dict[str, Any],
+        answer: Answer | None,
+        max_rounds: int,
+        options: Mapping[str, Any],
+    ) -> dict[str, Any]:
+        result = await self.request(method, params, **options)
+        for _ in range(max_rounds):
+            if answer is None or result.get("resultType") != "input_required":
+                return result
+            responses: dict[str, Any] = {}
+            for key, input_request in (result.get("inputRequests") or {}).items():
+                response = answer(key, input_request)
+                if isinstance(response, Awaitable):
+                    response = await response
+                responses[key] = response
+            retry = {k: v for k, v in params.items() if k not in ("inputResponses", "requestState")}
+            retry["inputResponses"] = responses
+            if "requestState" in result:
+                retry["requestState"] = result["requestState"]
+            result = await self.request(method, retry, **options)
+        raise AssertionError(f"{method} still input_required after {max_rounds} rounds")
+
+    async def read_resource(self, uri: str, **options: Any) -> dict[str, Any]:
+        return await self.request("resources/read", {"uri": uri}, **options)
+
+    async def get_prompt(
+        self,
+        name: str,
+        arguments: Mapping[str, str] | None = None,
+        *,
+        answer: Answer | None = None,
+        **options: Any,
+    ) -> dict[str, Any]:
+        params: dict[str, Any] = {"name": name}
+        if arguments is not None:
+            params["arguments"] = dict(arguments)
+        return await self._with_rounds("prompts/get", params, answer, 10, options)
+
+    @asynccontextmanager
+    async def stream(
+        self, method: str, params: Mapping[str, Any] | None = None, **options: Any
+    ) -> AsyncIterator[Stream]:
+        """Send a request and read its response as it comes; leaving the block disconnects."""
+        message = self.message(method, params, **options)
+        self.check_outgoing(message)
+        exchange = _Exchange(json.dumps(message).encode())
+        async with trio.open_nursery() as nursery:
+            scope = _scope("POST", self.app.path, self.headers_for(message))
+            nursery.start_soon(self.app, scope, exchange.receive, exchange.send)
+            try:
+                yield Stream(exchange, lambda m: self.check_incoming(m, method))
+            finally:
+                exchange.disconnected.set()
+
+    @asynccontextmanager
+    async def listen(
+        self, notifications: Mapping[str, Any], **options: Any
+    ) -> AsyncIterator[Stream]:
+        """Open a ``subscriptions/listen`` stream; leaving the block disconnects it."""
+        params = {"notifications": dict(notifications)}
+        async with self.stream("subscriptions/listen", params, **options) as stream:
+            yield stream
+
+
+@asynccontextmanager
+async def open_client(server: Server | AsgiApp, **options: Any) -> AsyncIterator[Client]:
+    """Run ``server`` (its background nursery) and hand back a ``Client`` for it."""
+    app = server if isinstance(server, AsgiApp) else server.asgi_app()
+    async with app.server.running():
+        yield Client(app, **options)

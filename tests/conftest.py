@@ -1,0 +1,22 @@
+"""Shared fixtures: the conformance fixture server and an in-process client for it."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from fixtures.conformance import build_server
+from presa_trio import Server
+from presa_trio.testing import Client, open_client
+
+
+@pytest.fixture
+def fixture_server() -> Server:
+    return build_server(validate_outbound=True)
+
+
+@pytest.fixture
+async def client(fixture_server: Server) -> AsyncIterator[Client]:
+    async with open_client(fixture_server) as c:
+        yield c

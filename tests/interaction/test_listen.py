@@ -1,0 +1,137 @@
+"""subscriptions/listen in process: acknowledgement first, filters honoured, state released."""
+
+from __future__ import annotations
+
+import trio
+
+from presa_trio import Server
+from presa_trio.testing import Client, open_client
+
+SUB = "io.modelcontextprotocol/subscriptionId"
+
+
+async def test_ack_first_with_the_agreed_subset(client: Client) -> None:
+    async with client.listen(
+        {
+            "toolsListChanged": True,
+            "resourceSubscriptions": ["test://static-text"],
+            "promptsListChanged": False,
+        }
+    ) as stream:
+        ack = await stream.next()
+        assert stream.headers["content-type"] == "text/event-stream"
+        assert ack["method"] == "notifications/subscriptions/acknowledged"
+        assert ack["params"]["notifications"] == {
+            "toolsListChanged": True,
+            "resourceSubscriptions": ["test://static-text"],
+        }
+        assert ack["params"]["_meta"][SUB] == client._next_id
+
+
+async def test_subscription_ids_keep_their_type(client: Client) -> None:
+    async with (
+        client.listen({"toolsListChanged": True}, request_id="7") as text_id,
+        client.listen({"toolsListChanged": True}, request_id=7) as int_id,
+    ):
+        assert (await text_id.next())["params"]["_meta"][SUB] == "7"
+        assert (await int_id.next())["params"]["_meta"][SUB] == 7
+        await client.call_tool("test_trigger_tool_change", {})
+        assert (await text_id.next())["params"]["_meta"][SUB] == "7"
+        assert (await int_id.next())["params"]["_meta"][SUB] == 7
+
+
+async def test_changes_reach_every_matching_listener_only(client: Client) -> None:
+    server = client.app.server
+    async with (
+        client.listen({"toolsListChanged": True}) as tools_a,
+        client.listen({"toolsListChanged": True}) as tools_b,
+        client.listen({"promptsListChanged": True}) as prompts,
+    ):
+        for stream in (tools_a, tools_b, prompts):
+            await stream.next()
+        assert server.bus.listener_count == 3
+        await client.call_tool("test_trigger_tool_change", {})
+        await client.call_tool("test_trigger_prompt_change", {})
+        got_a, got_b, got_p = await tools_a.next(), await tools_b.next(), await prompts.next()
+        assert got_a["method"] == got_b["method"] == "notifications/tools/list_changed"
+        assert got_a["params"]["_meta"][SUB] != got_b["params"]["_meta"][SUB]
+        assert got_p["method"] == "notifications/prompts/list_changed"
+    await trio.testing.wait_all_tasks_blocked()
+    assert server.bus.listener_count == 0
+
+
+async def test_resource_updates_go_to_their_subscribers(client: Client) -> None:
+    server = client.app.server
+    async with (
+        client.listen({"resourceSubscriptions": ["test://static-text"]}) as text,
+        client.listen({"resourceSubscriptions": ["test://static-binary"]}) as binary,
+    ):
+        await text.next()
+        await binary.next()
+        assert server.notify_resource_updated("test://static-text") == 1
+        assert server.notify_resource_updated("test://static-binary") == 1
+        assert (await text.next())["params"]["uri"] == "test://static-text"
+        assert (await binary.next())["params"]["uri"] == "test://static-binary"
+
+
+async def test_unsupported_filter_parts_are_not_acknowledged() -> None:
+    server = Server("tools-only")
+
+    @server.tool()
+    def t() -> str:
+        """A tool."""
+        return "t"
+
+    async with (
+        open_client(server) as client,
+        client.listen(
+            {
+                "promptsListChanged": True,
+                "toolsListChanged": True,
+                "resourceSubscriptions": ["x://y"],
+            }
+        ) as stream,
+    ):
+        ack = await stream.next()
+        assert ack["params"]["notifications"] == {"toolsListChanged": True}
+
+
+async def test_shutdown_ends_streams_gracefully(fixture_server: Server) -> None:
+    async with (
+        open_client(fixture_server) as client,
+        client.listen({"toolsListChanged": True}) as stream,
+    ):
+        await stream.next()
+        fixture_server.bus.close()
+        final = await stream.next()
+        assert final["result"] == {"resultType": "complete", "_meta": {SUB: final["id"]}}
+
+
+async def test_a_stuck_listener_is_dropped_not_buffered(fixture_server: Server) -> None:
+    async with (
+        open_client(fixture_server) as client,
+        client.listen({"toolsListChanged": True}) as stream,
+    ):
+        await stream.next()
+        for _ in range(200):  # the bus buffers 64 per listener, then lets go
+            fixture_server.notify_tools_changed()
+        assert fixture_server.bus.listener_count == 0
+        received = 0
+        while "id" not in (message := await stream.next()):
+            received += 1
+        assert received == 1 + 64  # one handed straight to the waiting stream, 64 buffered
+        assert message["result"]["resultType"] == "complete"
+
+
+async def test_listen_is_not_found_without_anything_to_notify() -> None:
+    from presa_trio.testing import RpcError
+
+    async with open_client(Server("empty")) as client:
+        try:
+            await client.request(
+                "subscriptions/listen", {"notifications": {"toolsListChanged": True}}
+            )
+        except RpcError as error:
+            assert (error.code, error.status) == (-32601, 404)
+        else:
+            raise AssertionError("listen on a server with nothing to notify must be -32601")
