@@ -21,6 +21,8 @@ if TYPE_CHECKING:
     from ._server import Server
 
 Notify = Callable[[dict[str, Any]], Awaitable[None]]
+InputRequests = Mapping[str, Mapping[str, Any]]
+InputProvider = Callable[["Context", InputRequests], Awaitable[dict[str, Any]]]
 
 
 class Context:
@@ -35,6 +37,7 @@ class Context:
         "_notify",
         "extras",
         "headers",
+        "input_provider",
         "input_responses",
         "keepalive",
         "meta",
@@ -71,6 +74,9 @@ class Context:
         self.input_responses: Mapping[str, Any] = responses if isinstance(responses, dict) else {}
         self.state: Mapping[str, Any] | None = None
         self.round = 0
+        # Who answers ``await ctx.input(...)``: None means an MRTR round (this request ends
+        # input_required); an extension running the handler detached (a task) parks instead.
+        self.input_provider: InputProvider | None = None
         self._last_progress: float | None = None
         # Per-request scratch space for extensions and middleware; dies with the request.
         self.extras: dict[str, Any] = {}
@@ -184,3 +190,17 @@ class Context:
         if missing:
             self.ask(missing, state=state)
         return found
+
+    async def input(
+        self, requests: InputRequests, *, state: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """Get the client's answers to ``requests``, however this handler is running.
+
+        In an ordinary request this is ``answers``: missing answers end the request with
+        ``input_required`` and the retry brings them. When the handler runs as a task, the
+        task parks until ``tasks/update`` delivers them. Write tools that may become tasks
+        with ``await ctx.input(...)``.
+        """
+        if self.input_provider is not None:
+            return await self.input_provider(self, requests)
+        return self.answers(requests, state=state)

@@ -49,7 +49,7 @@ class Extension:
         """``subscriptions/listen`` filter keys this extension understands."""
         return frozenset()
 
-    def accept_filter(self, ctx: Context, requested: Mapping[str, Any]) -> dict[str, Any]:
+    async def accept_filter(self, ctx: Context, requested: Mapping[str, Any]) -> dict[str, Any]:
         """From the requested filter, the part of this extension's keys the server honours.
 
         Raise an ``McpError`` to refuse the whole listen request.

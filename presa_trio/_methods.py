@@ -219,7 +219,9 @@ def _can_notify(server: Server) -> bool:
     )
 
 
-def agreed_filter(server: Server, ctx: Context, requested: Mapping[str, Any]) -> dict[str, Any]:
+async def agreed_filter(
+    server: Server, ctx: Context, requested: Mapping[str, Any]
+) -> dict[str, Any]:
     """The part of a listen filter this server honours (wire §11.2)."""
     caps = server.capabilities()
     backing = dict(zip(CORE_FLAGS, ("tools", "prompts", "resources"), strict=True))
@@ -233,13 +235,13 @@ def agreed_filter(server: Server, ctx: Context, requested: Mapping[str, Any]) ->
     for extension in server.extensions:
         keys = extension.filter_keys()
         if keys & requested.keys():
-            agreed.update(extension.accept_filter(ctx, requested))
+            agreed.update(await extension.accept_filter(ctx, requested))
     return agreed
 
 
 async def _listen(server: Server, ctx: Context, requested: Mapping[str, Any]) -> dict[str, Any]:
     """Hold one listen stream: the acknowledgement first, then matching notifications."""
-    agreed = agreed_filter(server, ctx, requested)
+    agreed = await agreed_filter(server, ctx, requested)
     tag = {dialect.META_SUBSCRIPTION_ID: ctx.request_id}
     async with server.bus.listen(ctx.request_id, agreed) as listener:
         ack = {"_meta": tag, "notifications": agreed}

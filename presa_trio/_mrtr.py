@@ -81,11 +81,12 @@ def required_capability(request: Mapping[str, Any]) -> dict[str, Any]:
     if method == "elicitation/create":
         return {"elicitation": {"url": {}}} if params.get("mode") == "url" else {"elicitation": {}}
     if method == "sampling/createMessage":
+        sampling: dict[str, Any] = {}
         if params.get("tools") is not None or params.get("toolChoice") is not None:
-            return {"sampling": {"tools": {}}}
+            sampling["tools"] = {}
         if params.get("includeContext") not in (None, "none"):
-            return {"sampling": {"context": {}}}
-        return {"sampling": {}}
+            sampling["context"] = {}
+        return {"sampling": sampling}
     if method == "roots/list":
         return {"roots": {}}
     raise ValueError(f"{method!r} is not an input request (elicitation, sampling or roots)")
@@ -96,9 +97,16 @@ def _declared(capabilities: Mapping[str, Any], needed: Mapping[str, Any]) -> boo
         have = capabilities.get(key)
         if not isinstance(have, Mapping):
             return False
+        if key == "elicitation" and not sub and have and "form" not in have:
+            return False  # {} means form only; a client listing modes must list "form"
         if sub and not _declared(have, sub):
             return False
     return True
+
+
+def _merge(into: dict[str, Any], more: Mapping[str, Any]) -> None:
+    for key, value in more.items():
+        _merge(into.setdefault(key, {}), value)
 
 
 def can_ask(capabilities: Mapping[str, Any], request: Mapping[str, Any]) -> bool:
@@ -113,6 +121,6 @@ def check_askable(
     for request in requests.values():
         needed = required_capability(request)
         if not _declared(capabilities, needed):
-            missing.update(needed)
+            _merge(missing, needed)
     if missing:
         raise MissingCapability("Input requests need undeclared client capabilities", missing)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
@@ -21,6 +22,7 @@ METHOD_HEADER = "mcp-method"
 NAME_HEADER = "mcp-name"
 PARAM_PREFIX = "mcp-param-"
 
+_JSON_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 _SENTINEL_HEAD = "=?base64?"
 _SENTINEL_TAIL = "?="
 
@@ -143,6 +145,8 @@ def _same(header: str, body: object) -> bool:
     if isinstance(body, bool):  # before int: bool is an int in Python
         return header == ("true" if body else "false")
     if isinstance(body, int | float):
+        if not _JSON_NUMBER.fullmatch(header):
+            return False
         try:
             return Decimal(header) == Decimal(repr(body))
         except InvalidOperation:
@@ -175,7 +179,18 @@ def header_params_of(schema: Mapping[str, Any]) -> tuple[HeaderParam, ...]:
             walk(prop, (*path, key))
 
     walk(schema, ())
+    if _count_declarations(schema) != len(found):
+        raise ValueError("x-mcp-header is allowed only on properties reached through 'properties'")
     return tuple(found)
+
+
+def _count_declarations(node: object) -> int:
+    if isinstance(node, Mapping):
+        own = 1 if isinstance(node.get("x-mcp-header"), str) else 0
+        return own + sum(_count_declarations(v) for v in node.values())
+    if isinstance(node, list):
+        return sum(_count_declarations(v) for v in node)
+    return 0
 
 
 _TCHAR = frozenset("!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")

@@ -58,7 +58,14 @@ def test_constants() -> None:
     assert META_LOG_LEVEL == "io.modelcontextprotocol/logLevel"
     assert META_PROGRESS_TOKEN == "progressToken"
     assert LOG_LEVELS == (
-        "debug", "info", "notice", "warning", "error", "critical", "alert", "emergency",
+        "debug",
+        "info",
+        "notice",
+        "warning",
+        "error",
+        "critical",
+        "alert",
+        "emergency",
     )
 
 
@@ -129,9 +136,7 @@ def test_malformed_client_info_is_tolerated(info: object) -> None:
 
 
 def test_partial_client_info_object_is_kept() -> None:
-    assert read_meta(params_with(**{META_CLIENT_INFO: {"name": "c"}})).client_info == {
-        "name": "c"
-    }
+    assert read_meta(params_with(**{META_CLIENT_INFO: {"name": "c"}})).client_info == {"name": "c"}
 
 
 @pytest.mark.parametrize("level", LOG_LEVELS)
@@ -200,7 +205,9 @@ def test_check_version_with_explicit_supported_list() -> None:
         ({"a": {}}, (), True),
     ],
 )
-def test_has_capability(capabilities: dict[str, Any], path: tuple[str, ...], expected: bool) -> None:
+def test_has_capability(
+    capabilities: dict[str, Any], path: tuple[str, ...], expected: bool
+) -> None:
     assert has_capability(capabilities, *path) is expected
 
 

@@ -281,7 +281,9 @@ def test_repeated_param_header() -> None:
 
 
 def test_invalid_base64_param() -> None:
-    assert_mismatch(check_params, headers_of(Region="=?base64?SGVsbG8?="), [REGION], {"region": "x"})
+    assert_mismatch(
+        check_params, headers_of(Region="=?base64?SGVsbG8?="), [REGION], {"region": "x"}
+    )
 
 
 def test_nested_param() -> None:
@@ -294,7 +296,9 @@ def test_nested_param() -> None:
 
 def test_all_params_are_checked() -> None:
     arguments = {"region": "eu", "count": 3, "dry": True}
-    check_params(headers_of(Region="eu", Count="3", Dry_Run="true"), [REGION, COUNT, DRY], arguments)
+    check_params(
+        headers_of(Region="eu", Count="3", Dry_Run="true"), [REGION, COUNT, DRY], arguments
+    )
     assert_mismatch(
         check_params,
         headers_of(Region="eu", Count="3", Dry_Run="false"),
@@ -372,7 +376,10 @@ def test_duplicate_header_names(first: str, second: str) -> None:
 
 def test_duplicate_across_nesting() -> None:
     schema = {
-        "properties": {"a": prop("Zone"), "b": {"type": "object", "properties": {"c": prop("ZONE")}}}
+        "properties": {
+            "a": prop("Zone"),
+            "b": {"type": "object", "properties": {"c": prop("ZONE")}},
+        }
     }
     with pytest.raises(ValueError):
         header_params_of(schema)
@@ -400,7 +407,12 @@ def test_header_params_roundtrip_with_check_params() -> None:
         },
     }
     params = header_params_of(schema)
-    check_params(headers_of(Region="eu", Limit="10"), params, {"region": "eu", "opts": {"limit": 10}})
+    check_params(
+        headers_of(Region="eu", Limit="10"), params, {"region": "eu", "opts": {"limit": 10}}
+    )
     assert_mismatch(
-        check_params, headers_of(Region="eu", Limit="11"), params, {"region": "eu", "opts": {"limit": 10}}
+        check_params,
+        headers_of(Region="eu", Limit="11"),
+        params,
+        {"region": "eu", "opts": {"limit": 10}},
     )

@@ -182,8 +182,10 @@ def test_notification_without_params() -> None:
 
 def test_str_bodies_and_utf8_bytes_parse_alike() -> None:
     text = '{"jsonrpc":"2.0","id":"é","method":"tools/call","params":{"name":"ü"}}'
-    assert parse_message(text) == parse_message(text.encode()) == Request(
-        "é", "tools/call", {"name": "ü"}
+    assert (
+        parse_message(text)
+        == parse_message(text.encode())
+        == Request("é", "tools/call", {"name": "ü"})
     )
 
 
@@ -265,8 +267,9 @@ json_values = st.recursive(
     | st.integers()
     | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(),
-    lambda children: st.lists(children, max_size=4)
-    | st.dictionaries(st.text(max_size=8), children, max_size=4),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4)
+    ),
     max_leaves=20,
 )
 

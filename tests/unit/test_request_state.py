@@ -191,9 +191,26 @@ def test_default_sealers_do_not_trust_each_other() -> None:
 
 @pytest.mark.parametrize(
     "token",
-    [None, 1, 1.5, True, b"s1.k1.a.b", ["s1", "k1"], {"t": 1}, "", "garbage", "....", "s1.k1",
-     "s1.k1.body", "s1.k1.body.mac.extra", "s2.k1.body.mac", "s1.nokey.body.mac", ".k1.body.mac",
-     "s1.k1..", "s1.k1.é.é"],
+    [
+        None,
+        1,
+        1.5,
+        True,
+        b"s1.k1.a.b",
+        ["s1", "k1"],
+        {"t": 1},
+        "",
+        "garbage",
+        "....",
+        "s1.k1",
+        "s1.k1.body",
+        "s1.k1.body.mac.extra",
+        "s2.k1.body.mac",
+        "s1.nokey.body.mac",
+        ".k1.body.mac",
+        "s1.k1..",
+        "s1.k1.é.é",
+    ],
 )
 def test_malformed_tokens_fail(token: object) -> None:
     refused(sealer(), token)

@@ -56,12 +56,12 @@ def call(**changes: Any) -> dict[str, Any]:
 
 
 def without(message: dict[str, Any], *path: str) -> dict[str, Any]:
-    copy = json.loads(json.dumps(message))
+    copy: dict[str, Any] = json.loads(json.dumps(message))
     node = copy
     for key in path[:-1]:
         node = node[key]
     del node[path[-1]]
-    return copy  # type: ignore[no-any-return]
+    return copy
 
 
 TEXT = {"type": "text", "text": "hi"}
@@ -97,7 +97,11 @@ CASES: list[tuple[str, Any, bool]] = [
     ("CallToolRequest", "tools/call", False),
     ("CallToolResult", {"content": [TEXT], "resultType": "complete"}, True),
     ("CallToolResult", {"content": [], "resultType": "complete", "isError": True}, True),
-    ("CallToolResult", {"content": [TEXT], "structuredContent": {"a": 1}, "resultType": "complete"}, True),
+    (
+        "CallToolResult",
+        {"content": [TEXT], "structuredContent": {"a": 1}, "resultType": "complete"},
+        True,
+    ),
     ("CallToolResult", {"content": [TEXT]}, False),
     ("CallToolResult", {"content": TEXT, "resultType": "complete"}, False),
     ("CallToolResult", {"content": [{"type": "text"}], "resultType": "complete"}, False),
@@ -168,7 +172,11 @@ CASES: list[tuple[str, Any, bool]] = [
     ),
     (
         "LoggingMessageNotification",
-        {"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "loud", "data": 1}},
+        {
+            "jsonrpc": "2.0",
+            "method": "notifications/message",
+            "params": {"level": "loud", "data": 1},
+        },
         False,
     ),
     (

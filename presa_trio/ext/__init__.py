@@ -1,0 +1,1 @@
+"""Protocol extensions built on presa_trio's generic extension hooks."""

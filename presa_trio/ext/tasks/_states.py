@@ -1,0 +1,140 @@
+"""The task state machine (SEP-2663): statuses, events and one pure ``apply``.
+
+A ``TaskRecord`` is plain, immutable data (no trio objects), so any store can keep it. The
+transition table is data a reader can audit; terminal states are sticky, so a late result
+can never resurrect a cancelled task. Input keys are unique for a task's whole life.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+
+class Status(enum.StrEnum):
+    WORKING = "working"
+    INPUT_REQUIRED = "input_required"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+TERMINAL = frozenset({Status.COMPLETED, Status.FAILED, Status.CANCELLED})
+
+# Which statuses each status may move to (SEP-2663 §Task Status).
+TRANSITIONS: Mapping[Status, frozenset[Status]] = {
+    Status.WORKING: frozenset(
+        {Status.INPUT_REQUIRED, Status.COMPLETED, Status.FAILED, Status.CANCELLED}
+    ),
+    Status.INPUT_REQUIRED: frozenset(
+        {Status.WORKING, Status.COMPLETED, Status.FAILED, Status.CANCELLED}
+    ),
+    Status.COMPLETED: frozenset(),
+    Status.FAILED: frozenset(),
+    Status.CANCELLED: frozenset(),
+}
+
+
+class KeyReused(ValueError):
+    """An input key was asked for twice in one task's life."""
+
+
+@dataclass(frozen=True, slots=True)
+class TaskRecord:
+    """Everything stored about one task. Times are integer milliseconds since the epoch."""
+
+    task_id: str
+    scope: str
+    tool: str
+    status: Status
+    created_ms: int
+    updated_ms: int
+    ttl_ms: int | None
+    poll_interval_ms: int | None
+    status_message: str | None = None
+    input_requests: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    used_keys: frozenset[str] = frozenset()
+    result: Mapping[str, Any] | None = None
+    error: Mapping[str, Any] | None = None
+    revision: int = 0
+
+    @property
+    def terminal(self) -> bool:
+        return self.status in TERMINAL
+
+    def expired(self, now_ms: int) -> bool:
+        """Past ``createdAt + ttlMs`` (never for an unlimited TTL)."""
+        return self.ttl_ms is not None and now_ms >= self.created_ms + self.ttl_ms
+
+
+# ---------------------------------------------------------------------- events
+
+
+@dataclass(frozen=True, slots=True)
+class InputRequested:
+    requests: Mapping[str, Mapping[str, Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class InputsAccepted:
+    keys: frozenset[str]
+
+
+@dataclass(frozen=True, slots=True)
+class Completed:
+    result: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Failed:
+    error: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Cancelled:
+    message: str = "Cancellation requested"
+
+
+Event = InputRequested | InputsAccepted | Completed | Failed | Cancelled
+
+
+def apply(task: TaskRecord, event: Event, now_ms: int) -> TaskRecord:
+    """The task after ``event``; the same object when the event changes nothing.
+
+    A terminal task ignores every event. Asking again for a key already used raises
+    ``KeyReused``; accepting keys that are not pending is a no-op for those keys.
+    """
+    if task.terminal:
+        return task
+    if isinstance(event, InputRequested):
+        reused = task.used_keys & event.requests.keys()
+        if reused:
+            raise KeyReused(f"input key(s) already used in this task: {sorted(reused)}")
+        if not event.requests:
+            return task
+        pending = {**task.input_requests, **event.requests}
+        return _move(task, Status.INPUT_REQUIRED, now_ms, input_requests=pending,
+                     used_keys=task.used_keys | event.requests.keys())
+    if isinstance(event, InputsAccepted):
+        matched = event.keys & task.input_requests.keys()
+        if not matched:
+            return task
+        pending = {k: v for k, v in task.input_requests.items() if k not in matched}
+        status = Status.INPUT_REQUIRED if pending else Status.WORKING
+        return _move(task, status, now_ms, input_requests=pending)
+    if isinstance(event, Completed):
+        return _move(task, Status.COMPLETED, now_ms, result=event.result, input_requests={},
+                     status_message=None)
+    if isinstance(event, Failed):
+        return _move(task, Status.FAILED, now_ms, error=event.error, input_requests={},
+                     status_message=str(event.error.get("message", "Task failed")))
+    return _move(task, Status.CANCELLED, now_ms, input_requests={}, status_message=event.message)
+
+
+def _move(task: TaskRecord, status: Status, now_ms: int, **changes: Any) -> TaskRecord:
+    if status is not task.status and status not in TRANSITIONS[task.status]:
+        raise ValueError(f"no transition {task.status} -> {status}")
+    return replace(task, status=status, updated_ms=max(now_ms, task.updated_ms),
+                   revision=task.revision + 1, **changes)
