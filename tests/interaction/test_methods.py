@@ -25,6 +25,7 @@ async def test_discover(client: Client) -> None:
             "resources": {"subscribe": True, "listChanged": True},
             "prompts": {"listChanged": True},
             "completions": {},
+            "extensions": {"io.modelcontextprotocol/tasks": {}},
         },
         "instructions": "presa_trio's conformance fixture.",
         "ttlMs": 60000,

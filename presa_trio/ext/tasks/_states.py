@@ -115,8 +115,13 @@ def apply(task: TaskRecord, event: Event, now_ms: int) -> TaskRecord:
         if not event.requests:
             return task
         pending = {**task.input_requests, **event.requests}
-        return _move(task, Status.INPUT_REQUIRED, now_ms, input_requests=pending,
-                     used_keys=task.used_keys | event.requests.keys())
+        return _move(
+            task,
+            Status.INPUT_REQUIRED,
+            now_ms,
+            input_requests=pending,
+            used_keys=task.used_keys | event.requests.keys(),
+        )
     if isinstance(event, InputsAccepted):
         matched = event.keys & task.input_requests.keys()
         if not matched:
@@ -125,16 +130,33 @@ def apply(task: TaskRecord, event: Event, now_ms: int) -> TaskRecord:
         status = Status.INPUT_REQUIRED if pending else Status.WORKING
         return _move(task, status, now_ms, input_requests=pending)
     if isinstance(event, Completed):
-        return _move(task, Status.COMPLETED, now_ms, result=event.result, input_requests={},
-                     status_message=None)
+        return _move(
+            task,
+            Status.COMPLETED,
+            now_ms,
+            result=event.result,
+            input_requests={},
+            status_message=None,
+        )
     if isinstance(event, Failed):
-        return _move(task, Status.FAILED, now_ms, error=event.error, input_requests={},
-                     status_message=str(event.error.get("message", "Task failed")))
+        return _move(
+            task,
+            Status.FAILED,
+            now_ms,
+            error=event.error,
+            input_requests={},
+            status_message=str(event.error.get("message", "Task failed")),
+        )
     return _move(task, Status.CANCELLED, now_ms, input_requests={}, status_message=event.message)
 
 
 def _move(task: TaskRecord, status: Status, now_ms: int, **changes: Any) -> TaskRecord:
     if status is not task.status and status not in TRANSITIONS[task.status]:
         raise ValueError(f"no transition {task.status} -> {status}")
-    return replace(task, status=status, updated_ms=max(now_ms, task.updated_ms),
-                   revision=task.revision + 1, **changes)
+    return replace(
+        task,
+        status=status,
+        updated_ms=max(now_ms, task.updated_ms),
+        revision=task.revision + 1,
+        **changes,
+    )
