@@ -1,5 +1,6 @@
-"""In-process cost of one tools/call through the ASGI app (no sockets, no hypercorn), optionally
-profiled with cProfile; isolates presa_trio's own per-request CPU from the HTTP server's."""
+"""In-process cost of one tools/call through the ASGI apps, called directly (optionally cProfiled).
+
+No sockets, no hypercorn, no concurrency: trio scheduler passes are not amortized as under load."""
 
 from __future__ import annotations
 
@@ -38,6 +39,27 @@ def scope_for(body: bytes) -> dict[str, Any]:
             "server": ("127.0.0.1", 3200)}  # fmt: skip
 
 
+class Exchange:
+    """One request as hypercorn presents it: the body, then http.disconnect once answered."""
+
+    def __init__(self, body: bytes) -> None:
+        self.body: bytes | None = body
+        self.sent: list[dict[str, Any]] = []
+        self.answered = trio.Event()
+
+    async def receive(self) -> dict[str, Any]:
+        if self.body is not None:
+            body, self.body = self.body, None
+            return {"type": "http.request", "body": body, "more_body": False}
+        await self.answered.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(self, message: dict[str, Any]) -> None:
+        self.sent.append(message)
+        if message["type"] == "http.response.body" and not message.get("more_body"):
+            self.answered.set()
+
+
 async def drive(app: Any, n: int, body: bytes) -> float:
     """Run lifespan startup, n sequential requests (timed), then shutdown; return seconds."""
     to_app, from_test = trio.open_memory_channel[dict[str, Any]](1)
@@ -48,14 +70,6 @@ async def drive(app: Any, n: int, body: bytes) -> float:
 
     started = trio.Event()
     scope = scope_for(body)
-    sent: list[dict[str, Any]] = []
-
-    async def receive_body() -> dict[str, Any]:
-        return {"type": "http.request", "body": body, "more_body": False}
-
-    async def send(message: dict[str, Any]) -> None:
-        sent.append(message)
-
     async with trio.open_nursery() as nursery:
         nursery.start_soon(app, {"type": "lifespan", "asgi": {"version": "3.0"}},
                            from_test.receive, life_send)  # fmt: skip
@@ -63,18 +77,9 @@ async def drive(app: Any, n: int, body: bytes) -> float:
         await started.wait()
         t0 = time.perf_counter()
         for _ in range(n):
-            done = False
-
-            async def receive() -> dict[str, Any]:
-                nonlocal done
-                if not done:
-                    done = True
-                    return await receive_body()
-                await trio.sleep_forever()
-                raise AssertionError
-
-            sent.clear()
-            await app(scope, receive, send)
+            exchange = Exchange(body)
+            await app(scope, exchange.receive, exchange.send)
+            sent = exchange.sent
             if sent[0].get("status") != 200 or b'"result"' not in sent[-1]["body"]:
                 raise RuntimeError(f"bad response: {sent}")
         elapsed = time.perf_counter() - t0

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -134,9 +135,12 @@ def wait_ready(server: Server, body: bytes, tool: str, timeout: float = 30.0) ->
             req = urllib.request.Request(server.url, data=body, headers=headers, method="POST")
             with urllib.request.urlopen(req, timeout=2) as resp:
                 text = resp.read().decode()
-            if resp.status == 200 and '"result"' in text:
-                return
-            last = f"HTTP {resp.status}: {text[:200]}"
+            if '"result"' not in text:
+                print(f"! {server.label} answered without a result: {text[:200]}", file=sys.stderr)
+            return
+        except urllib.error.HTTPError as exc:  # it is up; wrk will count the bad responses
+            print(f"! {server.label} answered HTTP {exc.code}", file=sys.stderr)
+            return
         except OSError as exc:
             last = exc
         time.sleep(0.2)
@@ -213,9 +217,10 @@ def measure(server: Server, conc: int, rep: int, args: argparse.Namespace, lua: 
 
 def summary(runs: list[Run], labels: list[str], concs: list[int]) -> None:
     def med(label: str, conc: int, attr: str) -> float:
-        return statistics.median(
+        values: list[float] = [
             getattr(r, attr) for r in runs if r.label == label and r.conc == conc
-        )
+        ]
+        return statistics.median(values)
 
     presas = [label for label in labels if label != "raw"]
     titles = {"rps": "requests/s (median)", "cpu_us": "server CPU us/request (median)"}
@@ -249,27 +254,25 @@ def main() -> int:
     args = ap.parse_args()
     concs = [int(c) for c in args.concurrency.split(",") if c]
 
-    servers: list[Server] = []
-    if args.outbound in ("on", "both"):
-        servers.append(
-            Server("presa-out-on", "fixtures.conformance:app", {"PRESA_VALIDATE_OUTBOUND": "1"})
-        )
-    if args.outbound in ("off", "both"):
-        servers.append(
-            Server("presa-out-off", "fixtures.conformance:app", {"PRESA_VALIDATE_OUTBOUND": "0"})
-        )
+    fixture, flag = "fixtures.conformance:app", {"on": "1", "off": "0"}
+    servers = [
+        Server(f"presa-out-{o}", fixture, {"PRESA_VALIDATE_OUTBOUND": flag[o]})
+        for o in ("on", "off")
+        if args.outbound in (o, "both")
+    ]
     servers.append(Server("raw", "bench.raw_app:app", {}))
 
+    # SIGTERM/SIGHUP unwind like Ctrl-C, so the finally below stops the servers.
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, lambda signum, _frame: sys.exit(128 + signum))
     body = request_body(args.tool)
     runs: list[Run] = []
     with tempfile.TemporaryDirectory(prefix="http-bench-") as tmp:
         lua = Path(tmp) / "bench.lua"
         lua.write_text(LUA.format(body=body, proto=PROTO, tool=args.tool))
         try:
-            taken: set[int] = set()
             for s in servers:
-                s.port = free_port(taken=taken)
-                taken.add(s.port)
+                s.port = free_port(taken={x.port for x in servers})
                 start(s, args.server_cpu, Path(tmp))
             for s in servers:
                 wait_ready(s, body.encode(), args.tool)
@@ -279,7 +282,8 @@ def main() -> int:
                 f"duration={args.duration} reps={args.reps} wrk -t{args.threads}"
             )
             for s in servers:
-                print(f"# {s.label}: {s.app} {s.env or ''} at {s.url} (pid {s.proc.pid})")  # type: ignore[union-attr]
+                pid = s.proc.pid if s.proc else None
+                print(f"# {s.label}: {s.app} {s.env or ''} at {s.url} (pid {pid})")
                 if args.warmup != "0":
                     wrk(s.url, max(concs), args.warmup, args.threads, lua, args.wrk_cpu)
             print(
@@ -301,8 +305,7 @@ def main() -> int:
             for s in servers:
                 stop(s)
     summary(runs, [s.label for s in servers], concs)
-    bad = sum(r.bad for r in runs)
-    sock = sum(r.sock_err for r in runs)
+    bad, sock = sum(r.bad for r in runs), sum(r.sock_err for r in runs)
     print(
         f"\nbad responses: {bad}, socket errors: {sock}  "
         "(CPU time has 1/HZ = 10 ms tick resolution per run; compare ratios, not absolutes)"

@@ -13,6 +13,7 @@ import sys
 import time
 import timeit
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -118,9 +119,7 @@ def main() -> int:
             if not ok:
                 print(f"! {backend} {method}({name}) gave {result!r}", file=sys.stderr)
                 failed = True
-            us[backend] = best_us(
-                lambda c=call, n=name, i=inst: c(n, i), args.repeat, args.min_time
-            )
+            us[backend] = best_us(partial(call, name, inst), args.repeat, args.min_time)
         rs, py = us["jsonschema-rs"], us["jsonschema"]
         print(
             f"{label:<20}{name:<17}{size:>8}  {method:<11}{rs:>14.2f}{py:>12.2f}{py / rs:>8.1f}",

@@ -138,10 +138,12 @@ class Dispatcher:
                 responder.keepalive,
             )
             if method.input_required:
-                binding = self._resume(method, ctx)
+                if "requestState" in request.params:
+                    self._resume(method, ctx)
                 try:
                     result = await method.handler(ctx, request.params)
                 except InputRequired as asked:
+                    binding = self._binding(method, ctx)
                     result = self._input_required(asked, binding, ctx.round + 1)
             else:
                 result = await method.handler(ctx, request.params)
@@ -157,16 +159,19 @@ class Dispatcher:
             self._check_error(message)
         await responder.finish(message, status)
 
-    def _resume(self, method: Method, ctx: Context) -> str:
-        """Verify a retry's ``requestState`` onto ``ctx``; return the round's binding."""
-        params = ctx.params
-        name = params.get(method.name_param) if method.name_param else None
-        binding = binding_digest(method.name, name, params.get("arguments"))
-        token = params.get("requestState")
-        if token is not None:
-            unsealed = self.server.sealer.unseal(token, binding=binding, now=time.time())
-            ctx.state, ctx.round = unsealed.data, unsealed.round
-        return binding
+    @staticmethod
+    def _binding(method: Method, ctx: Context) -> str:
+        """What a round's ``requestState`` is bound to: method, name/uri, arguments."""
+        name = ctx.params.get(method.name_param) if method.name_param else None
+        return binding_digest(method.name, name, ctx.params.get("arguments"))
+
+    def _resume(self, method: Method, ctx: Context) -> None:
+        """Verify a retry's ``requestState`` onto ``ctx`` (-32602 if it does not verify)."""
+        token = ctx.params["requestState"]
+        unsealed = self.server.sealer.unseal(
+            token, binding=self._binding(method, ctx), now=time.time()
+        )
+        ctx.state, ctx.round = unsealed.data, unsealed.round
 
     def _input_required(self, asked: InputRequired, binding: str, round: int) -> dict[str, Any]:
         result: dict[str, Any] = {"resultType": dialect.INPUT_REQUIRED}

@@ -134,6 +134,8 @@ class Tool:
         self.wire = wire
 
     def argument_errors(self, arguments: Mapping[str, Any]) -> list[str]:
+        if self.validator.is_valid(arguments):
+            return []
         return [
             f"{'/'.join(map(str, e.instance_path)) or '(root)'}: {e.message}"
             for e in self.validator.iter_errors(arguments)

@@ -184,23 +184,25 @@ class TasksExtension(Extension):
     def _work(
         self, ctx: Context, tool: Tool, arguments: Mapping[str, Any], call_next: CallTool
     ) -> Callable[[TaskHandle], Any]:
-        """The detached call: same client facts, no way back to the creating request (T§5.3)."""
+        """The detached call: same client facts, no way back to the creating request (T§5.3).
+
+        Only plain facts are captured, never ``ctx`` itself: a parked task must not keep the
+        creating request's responder, headers or stream alive.
+        """
+        server, request_id, meta = ctx.server, ctx.request_id, ctx.meta
+        params = {
+            k: v for k, v in ctx.params.items() if k not in ("inputResponses", "requestState")
+        }
         arguments = dict(arguments)
 
         async def work(handle: TaskHandle) -> Mapping[str, Any]:
-            detached = Context(ctx.server, ctx.request_id, ctx.method, ctx.params, ctx.meta, _drop)
+            detached = Context(server, request_id, "tools/call", params, meta, _drop)
             detached.extras["task_id"] = handle.task_id
-
-            async def provide(
-                _: Context, requests: Mapping[str, Mapping[str, Any]]
-            ) -> dict[str, Any]:
-                return await handle.input(requests)
-
-            detached.input_provider = provide
+            detached.input_provider = handle.provide
             result = await call_next(detached, tool, arguments)
             if result.get("resultType") != "complete":
                 raise InternalError("Task work ended without a complete result")
-            return ctx.server.stamp(dict(result))
+            return server.stamp(dict(result))
 
         return work
 

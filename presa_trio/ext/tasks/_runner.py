@@ -59,10 +59,14 @@ class TaskHandle:
         # Answers the creating request already carried (MRTR before creation, T§6.2).
         self.answered = dict(answered)
 
-    async def input(self, requests: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
-        """Park until every request has an answer; the task shows them as ``inputRequests``."""
+    async def provide(self, ctx: Any, requests: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+        """``Context.input`` inside a task: park until every request has an answer.
+
+        The task shows the pending requests as ``inputRequests`` until ``tasks/update``
+        delivers into their channels.
+        """
         found = {k: self.answered[k] for k in requests if k in self.answered}
-        missing = {k: dict(v) for k, v in requests.items() if k not in found}
+        missing = {k: v for k, v in requests.items() if k not in found}
         if not missing:
             return found
         receivers: dict[str, trio.MemoryReceiveChannel[Any]] = {}
@@ -140,9 +144,14 @@ class TaskRunner:
                     deadline_ms = record.created_ms + record.ttl_ms - self.now_ms()
                     live.scope.deadline = trio.current_time() + deadline_ms / 1000
                 task_status.started()
-                outcome = await self._outcome(
-                    work, TaskHandle(self, record.task_id, live, answered)
-                )
+                handle = TaskHandle(self, record.task_id, live, answered)
+                try:
+                    outcome = Completed(dict(await work(handle)))
+                except McpError as error:  # a protocol error: the task fails with it inlined
+                    outcome = Failed(error.to_error())
+                except Exception:  # a bug in the work: fail without leaking detail (T§5.1)
+                    logger.exception("task %s raised", record.task_id)
+                    outcome = Failed(InternalError("Internal error").to_error())
         finally:
             for send in live.parked.values():  # release any channel still parked
                 send.close()
@@ -151,16 +160,6 @@ class TaskRunner:
                 await self.commit(record.task_id, outcome)
             del self._live[record.task_id]
             live.done.set()
-
-    @staticmethod
-    async def _outcome(work: Work, handle: TaskHandle) -> Event:
-        try:
-            return Completed(dict(await work(handle)))
-        except McpError as error:  # a protocol error: the task fails with it inlined
-            return Failed(error.to_error())
-        except Exception:  # a bug in the work: fail without leaking its detail (T§5.1)
-            logger.exception("task %s raised", handle.task_id)
-            return Failed(InternalError("Internal error").to_error())
 
     async def commit(self, task_id: str, event: Event) -> TaskRecord | None:
         """Apply ``event`` with compare-and-set, retrying on conflict; None if the task is gone."""

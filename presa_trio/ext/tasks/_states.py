@@ -120,7 +120,7 @@ def apply(task: TaskRecord, event: Event, now_ms: int) -> TaskRecord:
             Status.INPUT_REQUIRED,
             now_ms,
             input_requests=pending,
-            used_keys=task.used_keys | event.requests.keys(),
+            used_keys=task.used_keys | frozenset(event.requests),
         )
     if isinstance(event, InputsAccepted):
         matched = event.keys & task.input_requests.keys()

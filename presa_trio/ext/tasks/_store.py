@@ -62,7 +62,8 @@ class MemoryTaskStore:
         if limits.max_active_per_scope is not None and active >= limits.max_active_per_scope:
             raise CapacityExceeded("max_active_tasks_per_scope")
         self._tasks[task.task_id] = task
-        self._active[task.scope] = active + 1
+        if not task.terminal:
+            self._active[task.scope] = active + 1
 
     async def get(self, task_id: str) -> TaskRecord | None:
         return self._tasks.get(task_id)

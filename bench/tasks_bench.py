@@ -1,0 +1,269 @@
+"""Measures Tasks-extension cost at the dispatcher: tools/call vs task-create vs tasks/get ops/s,
+bytes per parked task, tasks/get latency vs live tasks. Not measured: HTTP/ASGI, sockets, I/O."""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import random
+import sys
+import time
+import tracemalloc
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import trio
+import trio.testing
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from presa_trio import Context, Server
+from presa_trio._wire.jsonrpc import encode, parse_message
+from presa_trio.ext.tasks import EXTENSION_ID, Limits, TasksExtension
+from presa_trio.mrtr import elicit
+
+TARGET = 5 * 1024  # bytes per parked task
+OPTIONAL = {"tasks": "optional"}
+CAPABILITIES = {"elicitation": {}, "extensions": {EXTENSION_ID: {}}}
+META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": CAPABILITIES,
+    "io.modelcontextprotocol/clientInfo": {"name": "tasks-bench", "version": "1"},
+}
+
+
+def body(method: str, params: dict[str, Any], request_id: int = 1) -> bytes:
+    message = {"jsonrpc": "2.0", "id": request_id, "method": method}
+    return json.dumps({**message, "params": {**params, "_meta": META}}).encode()
+
+
+CALL_PING = body("tools/call", {"name": "ping", "arguments": {}})
+CALL_TASK = body("tools/call", {"name": "ping_task", "arguments": {}})
+CALL_PARK = body("tools/call", {"name": "park", "arguments": {}})
+
+
+class Sink:
+    """A minimal Responder (no stream): keeps the final message until ``rpc`` takes it."""
+
+    __slots__ = ("message",)
+
+    async def notify(self, message: Any = None) -> None:
+        """Nothing here notifies (``keepalive`` likewise)."""
+
+    keepalive = notify
+
+    async def finish(self, message: dict[str, Any], status: int) -> None:
+        self.message = message
+
+
+def build() -> tuple[Server, TasksExtension]:
+    server = Server("tasks-bench", "0")  # defaults: validate_inbound=True, validate_outbound=False
+    ext = TasksExtension(limits=Limits(max_tasks=None, max_active_per_scope=None))
+    server.add_extension(ext)
+
+    def pong() -> str:
+        return "pong"
+
+    server.tool("ping", description="Trivial sync tool.")(pong)
+    server.tool("ping_task", description="The same, a task if asked.", options=OPTIONAL)(pong)
+
+    @server.tool(description="Parks on one elicitation.", options=OPTIONAL)
+    async def park(ctx: Context) -> str:
+        question = elicit("Value?", {"v": {"type": "string"}}, ["v"])
+        answer = await ctx.input({"value": question})
+        return str(answer["value"])
+
+    return server, ext
+
+
+async def rpc(server: Server, data: bytes) -> dict[str, Any]:
+    sink = Sink()
+    await server.dispatcher.serve(parse_message(data), None, sink)
+    message = sink.message
+    del sink.message  # a task's closure keeps its creating Context (and so this responder) alive
+    encode(message)
+    if "error" in message:
+        raise RuntimeError(message["error"])
+    return message["result"]  # type: ignore[no-any-return]
+
+
+async def park_tasks(server: Server, ext: TasksExtension, count: int) -> list[str]:
+    before = ext.runner.parked_count()
+    ids = [(await rpc(server, CALL_PARK))["taskId"] for _ in range(count)]
+    await trio.testing.wait_all_tasks_blocked()  # each task parks once it gets to run
+    assert ext.runner.parked_count() == before + count
+    return ids
+
+
+async def statuses(server: Server, ids: list[str]) -> dict[str, int]:
+    found = [(await rpc(server, body("tasks/get", {"taskId": i})))["status"] for i in ids]
+    return dict(Counter(found))
+
+
+def rss_kb() -> int:
+    return int(Path("/proc/self/status").read_text().split("VmRSS:")[1].split()[0])
+
+
+async def warm_up(server: Server, ext: TasksExtension) -> None:
+    """Exercise every path once (lazy caches, validators) and leave nothing live."""
+    for task_id in await park_tasks(server, ext, 100):
+        await rpc(server, body("tasks/get", {"taskId": task_id}))
+        await rpc(server, body("tasks/cancel", {"taskId": task_id}))
+    await rpc(server, CALL_PING)
+    await rpc(server, CALL_TASK)
+    await trio.testing.wait_all_tasks_blocked()
+    assert ext.runner.live_count == 0
+
+
+async def get_latency(server: Server, ids: list[str], gets: int) -> tuple[float, float]:
+    rng = random.Random(7)
+    bodies = [body("tasks/get", {"taskId": rng.choice(ids)}, i) for i in range(gets)]
+    samples = []
+    for data in bodies:
+        t0 = time.perf_counter_ns()
+        result = await rpc(server, data)
+        samples.append(time.perf_counter_ns() - t0)
+        assert result["status"] == "input_required", result
+    samples.sort()
+    return samples[len(samples) // 2] / 1e3, samples[int(len(samples) * 0.99) - 1] / 1e3
+
+
+async def throughput(server: Server, ext: TasksExtension, ops: int, runs: int) -> None:
+    done = await rpc(server, CALL_TASK)
+    await trio.testing.wait_all_tasks_blocked()
+    get_one = body("tasks/get", {"taskId": done["taskId"]})
+    print(f"\nThroughput: {ops:,} ops each, best of {runs} (ratio to plain tools/call)")
+    base = 0.0
+    for label, data in [
+        ("plain sync tools/call", CALL_PING),
+        ("task creation (tools/call -> task, tool runs)", CALL_TASK),
+        ("tasks/get (one completed task)", get_one),
+    ]:
+        best = float("inf")
+        for _ in range(runs):
+            gc.collect()
+            t0 = time.perf_counter()
+            for _ in range(ops):
+                await rpc(server, data)
+            await trio.testing.wait_all_tasks_blocked()  # task runs are counted too
+            best = min(best, time.perf_counter() - t0)
+            assert ext.runner.live_count == 0
+        rate = ops / best
+        base = base or rate
+        print(f"   {label:<46} {rate:>9,.0f} ops/s  {rate / base:5.2f}x  {1e6 / rate:6.1f} us/op")
+
+
+async def trio_floor(count: int) -> float:
+    """Bytes/task of the runner's trio shape alone: start, nursery+deadline, channel, 13 frames."""
+
+    async def chain(depth: int, receive: trio.MemoryReceiveChannel[Any]) -> Any:
+        return await (chain(depth - 1, receive) if depth else receive.receive())
+
+    async def task(*, task_status: trio.TaskStatus[None]) -> None:
+        _send, receive = trio.open_memory_channel[Any](1)  # _send stays alive in this frame
+        async with trio.open_nursery() as nursery:
+            nursery.cancel_scope.deadline = trio.current_time() + 3600
+            task_status.started()
+            await chain(12, receive)
+
+    async with trio.open_nursery() as nursery:
+        gc.collect()
+        tracemalloc.start()
+        for _ in range(count):
+            await nursery.start(task)
+        await trio.testing.wait_all_tasks_blocked()
+        gc.collect()
+        size = tracemalloc.get_traced_memory()[0] / count
+        tracemalloc.stop()
+        nursery.cancel_scope.cancel()
+    return size
+
+
+async def main(args: argparse.Namespace) -> None:
+    parked, gets = (1_000, 1_000) if args.quick else (10_000, 5_000)
+    ops, runs = (2_000, 3) if args.quick else (20_000, 3)
+    print(f"tasks_bench: python {sys.version.split()[0]}, trio {trio.__version__}; level: bytes")
+    print("  -> parse_message -> Dispatcher.serve -> encode (inbound validation on, outbound off)")
+
+    # Pass A, first in the process (freed arenas would hide growth), tracemalloc off:
+    # tasks/get latency with 10 live tasks, RSS growth, then latency with 10 + `parked` live.
+    server, ext = build()
+    async with server.running():
+        await warm_up(server, ext)
+        ids = await park_tasks(server, ext, 10)
+        latency = {ext.runner.live_count: await get_latency(server, ids, gets)}
+        gc.collect()
+        rss0 = rss_kb()
+        t0 = time.perf_counter()
+        ids += await park_tasks(server, ext, parked)
+        park_s = time.perf_counter() - t0
+        gc.collect()
+        rss1 = rss_kb()
+        latency[ext.runner.live_count] = await get_latency(server, ids, gets)
+        t0 = time.perf_counter()
+    close_s, live_a = time.perf_counter() - t0, ext.runner.live_count
+
+    # Pass B, tracemalloc on: Python-heap bytes per parked task, then tasks/cancel each.
+    server, ext = build()
+    async with server.running():
+        await warm_up(server, ext)
+        gc.collect()
+        tracemalloc.start()
+        traced0 = tracemalloc.get_traced_memory()[0]
+        ids = await park_tasks(server, ext, parked)
+        gc.collect()
+        traced = tracemalloc.get_traced_memory()[0] - traced0
+        snapshot = tracemalloc.take_snapshot()
+        tracemalloc.stop()
+        parked_b, before = ext.runner.parked_count(), await statuses(server, ids)
+        t0 = time.perf_counter()
+        for task_id in ids:
+            await rpc(server, body("tasks/cancel", {"taskId": task_id}))
+        cancel_s, live_cancel = time.perf_counter() - t0, ext.runner.live_count
+        after = await statuses(server, ids)
+    live_b = ext.runner.live_count
+
+    per, rss_per = traced / parked, (rss1 - rss0) * 1024 / parked
+    print(f"\nMemory per parked input_required task ({parked:,} tasks, one ctx.input key each)")
+    print(f"   created+parked in {park_s:.2f} s ({parked / park_s:,.0f}/s)")
+    print(f"   runner.parked_count()={parked_b:,}; tasks/get statuses {before}")
+    for label, total, each in [
+        ("tracemalloc", traced, per),
+        ("VmRSS delta", (rss1 - rss0) * 1024, rss_per),  # pass A: tracemalloc off
+    ]:
+        mark = "OK" if each < TARGET else "OVER"
+        print(f"   {label}: {total:>11,} B -> {each:6,.0f} B/task  [{mark} target {TARGET:,}]")
+    print(f"   trio floor (same trio shape, no presa): {await trio_floor(parked):6,.0f} B/task")
+    print(f"   tasks/cancel x{parked:,}: {cancel_s:.2f} s; statuses after {after}")
+    print(f"   runner.live_count: {live_cancel} after the cancels, {live_b} after server close")
+    print(f"   pass A, server close with {parked + 10:,} parked: {close_s:.2f} s, live {live_a}")
+    if args.profile or per >= TARGET:
+        traces = snapshot.filter_traces([tracemalloc.Filter(False, tracemalloc.__file__)])
+        top = traces.statistics("lineno")
+        print(f"   top 15 of {len(top)} live allocation sites (bytes/task, blocks/task):")
+        for stat in top[:15]:
+            frame = stat.traceback[0]
+            where = f"{'/'.join(Path(frame.filename).parts[-2:])}:{frame.lineno}"
+            print(f"     {stat.size / parked:7,.0f} B {stat.count / parked:5.2f}  {where}")
+
+    print(f"\ntasks/get latency, {gets:,} gets of random live (parked) task ids (pass A)")
+    for live, (median, p99) in latency.items():
+        print(f"   {live:>7,} live: median {median:6.1f} us   p99 {p99:6.1f} us")
+    (small, big), ratio = latency.values(), "/".join(f"{n:,}" for n in reversed(latency))
+    print(f"   ratio {ratio}: median {big[0] / small[0]:.2f}x   p99 {big[1] / small[1]:.2f}x")
+
+    # Pass C: throughput, same harness for all three.
+    server, ext = build()
+    async with server.running():
+        await warm_up(server, ext)
+        await throughput(server, ext, ops, runs)
+    print(f"   runner.live_count after server close: {ext.runner.live_count}")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smaller counts (a smoke run)")
+    parser.add_argument("--profile", action="store_true", help="always print tracemalloc top 15")
+    trio.run(main, parser.parse_args())

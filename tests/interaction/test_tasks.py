@@ -1,0 +1,450 @@
+"""The Tasks extension end to end through the ASGI app (SEP-2663), beyond what the runner checks."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+
+from presa_trio import Context, InternalError, Server, ToolError
+from presa_trio.ext.tasks import EXTENSION_ID, Limits, TasksExtension
+from presa_trio.mrtr import elicit
+from presa_trio.testing import Client, RpcError, open_client
+
+TASKS = {"extensions": {EXTENSION_ID: {}}}
+WITH_TASKS = {"elicitation": {}, **TASKS}
+MISSING = {"requiredCapabilities": {"extensions": {EXTENSION_ID: {}}}}
+SERVER_INFO = {"io.modelcontextprotocol/serverInfo": {"name": "tasks", "version": "1"}}
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1_800_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class World:
+    """What the tools saw, for assertions."""
+
+    def __init__(self) -> None:
+        self.log: list[str] = []
+        self.entered = trio.Event()
+        self.release = trio.Event()
+
+
+def build(world: World, clock: FakeClock, **options: Any) -> tuple[Server, TasksExtension]:
+    server = Server("tasks", "1", validate_outbound=True)
+    ext = TasksExtension(clock=clock, scope=_principal, **options)
+    server.add_extension(ext)
+
+    @server.tool(options={"tasks": "optional"})
+    async def sleepy(seconds: float = 3600) -> str:
+        """Sleeps, cleaning up when cancelled."""
+        world.entered.set()
+        try:
+            await trio.sleep(seconds)
+        finally:
+            world.log.append("finally")
+        return "slept"
+
+    @server.tool(options={"tasks": "optional"})
+    async def ask(ctx: Context, keys: list[str]) -> str:
+        """Parks on each key in turn."""
+        got = []
+        for key in keys:
+            answer = await ctx.input({key: elicit(f"{key}?", {"v": {"type": "string"}})})
+            got.append(answer[key]["content"]["v"])
+        return ",".join(got)
+
+    @server.tool(options={"tasks": "optional"})
+    async def chatty(ctx: Context) -> str:
+        """Tries to report progress and log from inside a task."""
+        await world.release.wait()
+        await ctx.progress(1, 2)
+        await ctx.log("error", "from a task")
+        return "quiet"
+
+    @server.tool(options={"tasks": "required"})
+    def broken() -> str:
+        """A protocol failure."""
+        raise InternalError("Upstream refused")
+
+    @server.tool(options={"tasks": "required"})
+    def explodes() -> str:
+        """A bug."""
+        raise RuntimeError("secret detail")
+
+    @server.tool(options={"tasks": "required"})
+    def tool_error() -> str:
+        """A tool error."""
+        raise ToolError("no such file")
+
+    @server.tool()
+    def plain() -> str:
+        """Always synchronous."""
+        return "plain"
+
+    return server, ext
+
+
+def _principal(ctx: Context) -> str:
+    info = ctx.meta.client_info or {}
+    return str(info.get("name", ""))
+
+
+@pytest.fixture
+def world() -> World:
+    return World()
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+async def env(world: World, clock: FakeClock) -> AsyncIterator[tuple[Client, TasksExtension]]:
+    server, ext = build(world, clock)
+    async with open_client(server, capabilities=WITH_TASKS) as client:
+        yield client, ext
+
+
+async def create(client: Client, tool: str, arguments: dict[str, Any] | None = None) -> str:
+    result = await client.call_tool(tool, arguments or {})
+    assert result["resultType"] == "task", result
+    task_id: str = result["taskId"]
+    return task_id
+
+
+async def get(client: Client, task_id: str, **options: Any) -> dict[str, Any]:
+    return await client.request("tasks/get", {"taskId": task_id}, **options)
+
+
+async def settle(client: Client, task_id: str) -> dict[str, Any]:
+    with trio.fail_after(5):
+        while True:
+            task = await get(client, task_id)
+            if task["status"] in ("completed", "failed", "cancelled"):
+                return task
+            await trio.testing.wait_all_tasks_blocked()
+
+
+async def test_creation_shape(env: tuple[Client, TasksExtension], clock: FakeClock) -> None:
+    client, _ = env
+    result = await client.call_tool("sleepy", {"seconds": 1})
+    task_id = result["taskId"]
+    assert len(task_id) == 32 and all(c.isalnum() or c in "-_" for c in task_id)
+    assert result == {
+        "resultType": "task",
+        "taskId": task_id,
+        "status": "working",
+        "statusMessage": "Task accepted",
+        "createdAt": "2027-01-15T08:00:00.000Z",
+        "lastUpdatedAt": "2027-01-15T08:00:00.000Z",
+        "ttlMs": 3_600_000,
+        "pollIntervalMs": 250,
+        "_meta": SERVER_INFO,
+    }
+    assert client.last.headers["content-type"] == "application/json"
+    assert await get(client, task_id) == {**result, "resultType": "complete"}
+
+
+async def test_task_ids_are_random(env: tuple[Client, TasksExtension]) -> None:
+    client, _ = env
+    ids = {await create(client, "sleepy", {"seconds": 0}) for _ in range(20)}
+    assert len(ids) == 20
+
+
+async def test_completed_failed_and_tool_errors(env: tuple[Client, TasksExtension]) -> None:
+    client, _ = env
+    done = await settle(client, await create(client, "sleepy", {"seconds": 0}))
+    assert done["status"] == "completed" and "statusMessage" not in done
+    assert done["result"] == {"resultType": "complete", "content": [{"type": "text", "text": "slept"}],
+                              "_meta": SERVER_INFO}
+    failed = await settle(client, await create(client, "broken"))
+    assert failed["status"] == "failed" and "result" not in failed
+    assert failed["error"] == {"code": -32603, "message": "Upstream refused"}
+    assert failed["statusMessage"] == "Upstream refused"
+    bug = await settle(client, await create(client, "explodes"))
+    assert bug["error"] == {"code": -32603, "message": "Internal error"}
+    assert "secret" not in str(bug)
+    tool_error = await settle(client, await create(client, "tool_error"))
+    assert tool_error["status"] == "completed" and tool_error["result"]["isError"] is True
+
+
+async def test_cancel_runs_cleanup_before_the_ack(
+    env: tuple[Client, TasksExtension], world: World, mock_clock: trio.testing.MockClock
+) -> None:
+    client, ext = env
+    task_id = await create(client, "sleepy")
+    await world.entered.wait()
+    start = trio.current_time()
+    ack = await client.request("tasks/cancel", {"taskId": task_id})
+    assert ack == {"resultType": "complete", "_meta": SERVER_INFO}
+    assert world.log == ["finally"]  # the tool's cleanup ran before the ack was sent
+    assert trio.current_time() == start  # and no clock time passed
+    task = await get(client, task_id)
+    assert (task["status"], task["statusMessage"]) == ("cancelled", "Cancellation requested")
+    assert ext.runner.live_count == 0
+
+
+async def test_cancelling_a_parked_task_releases_its_channel(env: tuple[Client, TasksExtension]) -> None:
+    client, ext = env
+    task_id = await create(client, "ask", {"keys": ["a"]})
+    await trio.testing.wait_all_tasks_blocked()
+    assert (await get(client, task_id))["status"] == "input_required"
+    assert ext.runner.parked_count() == 1
+    await client.request("tasks/cancel", {"taskId": task_id})
+    assert ext.runner.parked_count() == 0 and ext.runner.live_count == 0
+    assert (await get(client, task_id))["status"] == "cancelled"
+    assert len(ext.runner.nursery.child_tasks) == 0  # every task ended: the runner holds none
+
+
+async def test_terminal_cancel_is_acked_and_changes_nothing(env: tuple[Client, TasksExtension]) -> None:
+    client, _ = env
+    task_id = await create(client, "sleepy", {"seconds": 0})
+    done = await settle(client, task_id)
+    assert await client.request("tasks/cancel", {"taskId": task_id}) == {
+        "resultType": "complete", "_meta": SERVER_INFO}
+    assert await get(client, task_id) == done
+
+
+@pytest.mark.parametrize("method", ["tasks/get", "tasks/update", "tasks/cancel"])
+async def test_unknown_ids(env: tuple[Client, TasksExtension], method: str) -> None:
+    client, _ = env
+    params: dict[str, Any] = {"taskId": "no-such-task"}
+    if method == "tasks/update":
+        params["inputResponses"] = {}
+    with pytest.raises(RpcError) as caught:
+        await client.request(method, params)
+    assert (caught.value.code, caught.value.status) == (-32602, 400)
+
+
+@pytest.mark.parametrize(
+    ("params", "code"),
+    [({}, -32602), ({"taskId": ""}, -32602), ({"taskId": 5}, -32602), ({"taskId": "x" * 257}, -32602)],
+)
+async def test_bad_task_ids(env: tuple[Client, TasksExtension], params: dict[str, Any], code: int) -> None:
+    client, _ = env
+    client.validate = False
+    message = client.message("tasks/get", params)
+    headers = client.headers_for(message)
+    if not any(name == "mcp-name" for name, _ in headers):
+        headers.append(("mcp-name", "x"))
+    result = await client.send(message, headers)
+    assert result.response is not None and result.response["error"]["code"] == code
+
+
+async def test_updates_partial_fulfilment_and_key_reuse(env: tuple[Client, TasksExtension]) -> None:
+    client, ext = env
+    task_id = await create(client, "ask", {"keys": ["a", "b", "a"]})
+    await trio.testing.wait_all_tasks_blocked()
+    assert list((await get(client, task_id))["inputRequests"]) == ["a"]
+    ack = await client.request("tasks/update", {"taskId": task_id, "inputResponses": {
+        "a": {"action": "accept", "content": {"v": "1"}}, "stray": {"x": 1}}})
+    assert ack == {"resultType": "complete", "_meta": SERVER_INFO}
+    await trio.testing.wait_all_tasks_blocked()
+    assert list((await get(client, task_id))["inputRequests"]) == ["b"]
+    await client.request("tasks/update", {"taskId": task_id, "inputResponses": {
+        "b": {"action": "accept", "content": {"v": "2"}}}})
+    failed = await settle(client, task_id)  # asking for "a" again is a bug in the tool
+    assert failed["status"] == "failed" and failed["error"]["code"] == -32603
+    assert ext.runner.parked_count() == 0
+
+
+async def test_invalid_update_bodies(env: tuple[Client, TasksExtension]) -> None:
+    client, _ = env
+    task_id = await create(client, "ask", {"keys": ["a"]})
+    await trio.testing.wait_all_tasks_blocked()
+    for responses in (None, [], {"": {}}, {"a": 5}, {"a": {"action": "maybe"}}):
+        with pytest.raises(RpcError) as caught:
+            await client.request("tasks/update", {"taskId": task_id, "inputResponses": responses})
+        assert caught.value.code == -32602
+    assert (await get(client, task_id))["status"] == "input_required"
+
+
+async def test_undeclared_requests(env: tuple[Client, TasksExtension]) -> None:
+    client, _ = env
+    task_id = await create(client, "sleepy", {"seconds": 0})
+    for method in ("tasks/get", "tasks/cancel"):
+        with pytest.raises(RpcError) as caught:
+            await client.request(method, {"taskId": task_id}, capabilities={})
+        assert (caught.value.code, caught.value.data, caught.value.status) == (-32021, MISSING, 400)
+    with pytest.raises(RpcError) as caught:
+        await client.call_tool("broken", {}, capabilities={})
+    assert (caught.value.code, caught.value.data) == (-32021, MISSING)
+    sync = await client.call_tool("sleepy", {"seconds": 0}, capabilities={})
+    assert sync["resultType"] == "complete" and "taskId" not in sync
+
+
+async def test_the_declaration_is_per_request(env: tuple[Client, TasksExtension]) -> None:
+    client, _ = env
+    assert (await client.call_tool("sleepy", {"seconds": 0}))["resultType"] == "task"
+    assert (await client.call_tool("sleepy", {"seconds": 0}, capabilities={}))["resultType"] == "complete"
+    assert (await client.call_tool("sleepy", {"seconds": 0}))["resultType"] == "task"
+
+
+async def test_task_result_type_only_on_tools_call(env: tuple[Client, TasksExtension]) -> None:
+    client, _ = env
+    assert (await client.call_tool("plain"))["resultType"] == "complete"
+    for method in ("server/discover", "tools/list"):
+        assert (await client.request(method))["resultType"] == "complete"
+    task_id = await create(client, "sleepy", {"seconds": 0})
+    assert (await get(client, task_id))["resultType"] == "complete"
+
+
+async def test_legacy_task_param_is_ignored(env: tuple[Client, TasksExtension]) -> None:
+    client, _ = env
+    client.validate = False
+    result = await client.request("tools/call", {"name": "plain", "task": {"ttl": 1, "pollInterval": 1}})
+    assert result["resultType"] == "complete"
+
+
+async def test_no_progress_or_log_from_a_task(
+    env: tuple[Client, TasksExtension], world: World
+) -> None:
+    client, _ = env
+    meta = {"progressToken": "p", "io.modelcontextprotocol/logLevel": "debug"}
+    created = await client.send(client.message("tools/call", {"name": "chatty"}, meta=meta))
+    assert created.headers["content-type"] == "application/json" and created.notifications == []
+    assert created.response is not None
+    task_id = created.response["result"]["taskId"]
+    with trio.fail_after(5):
+        async with client.listen({"taskIds": [task_id]}) as stream:
+            await stream.next()
+            world.release.set()
+            done = await settle(client, task_id)
+            assert done["result"]["content"][0]["text"] == "quiet"
+            note = await stream.next()  # only task status, never progress or log
+            assert note["method"] == "notifications/tasks"
+            assert note["params"]["status"] == "completed"
+
+
+async def test_notifications_equal_tasks_get(env: tuple[Client, TasksExtension]) -> None:
+    client, _ = env
+    task_id = await create(client, "ask", {"keys": ["a"]})
+    with trio.fail_after(5):
+        await _notifications_equal_tasks_get(client, task_id)
+
+
+async def _notifications_equal_tasks_get(client: Client, task_id: str) -> None:
+    async with client.listen({"taskIds": [task_id, "unknown-task", task_id]}) as stream:
+        ack = await stream.next()
+        assert ack["params"]["notifications"] == {"taskIds": [task_id]}
+        await trio.testing.wait_all_tasks_blocked()
+        await client.request("tasks/update", {"taskId": task_id, "inputResponses": {
+            "a": {"action": "accept", "content": {"v": "1"}}}})
+        final = await settle(client, task_id)
+        seen = []
+        while True:
+            note = await stream.next()
+            seen.append(note["params"]["status"])
+            if note["params"]["status"] == "completed":
+                break
+        expected = {k: v for k, v in final.items() if k not in ("resultType", "_meta")}
+        params = {k: v for k, v in note["params"].items() if k != "_meta"}
+        assert params == expected
+        assert note["params"]["_meta"] == {"io.modelcontextprotocol/subscriptionId": ack["params"]["_meta"][
+            "io.modelcontextprotocol/subscriptionId"]}
+        assert seen[-2:] == ["working", "completed"]
+
+
+async def test_task_ids_filter_needs_the_declaration(env: tuple[Client, TasksExtension]) -> None:
+    client, _ = env
+    with pytest.raises(RpcError) as caught:
+        await client.request("subscriptions/listen", {"notifications": {"taskIds": ["x"]}}, capabilities={})
+    assert (caught.value.code, caught.value.data, caught.value.status) == (-32021, MISSING, 400)
+    with pytest.raises(RpcError) as caught:
+        await client.request("subscriptions/listen", {"notifications": {"taskIds": [""]}})
+    assert caught.value.code == -32602
+
+
+async def test_scopes_are_isolated(env: tuple[Client, TasksExtension]) -> None:
+    client, _ = env
+    task_id = await create(client, "sleepy")
+    client.client_info = {"name": "mallory", "version": "1"}
+    for method, params in (("tasks/get", {}), ("tasks/cancel", {}),
+                           ("tasks/update", {"inputResponses": {}})):
+        with pytest.raises(RpcError) as caught:
+            await client.request(method, {"taskId": task_id, **params})
+        assert (caught.value.code, caught.value.message) == (-32602, "Unknown or inaccessible taskId")
+    client.client_info = {"name": "presa-trio-testing", "version": "1"}
+    assert (await get(client, task_id))["status"] == "working"
+
+
+async def test_ttl_is_never_early_and_expired_tasks_are_unknown_then_reaped(
+    world: World, clock: FakeClock
+) -> None:
+    server, ext = build(world, clock, ttl_ms=10_000)
+    async with open_client(server, capabilities=WITH_TASKS) as client:
+        task_id = await create(client, "sleepy", {"seconds": 0})
+        await settle(client, task_id)
+        clock.now += 9.999
+        assert (await get(client, task_id))["status"] == "completed"
+        clock.now += 0.001
+        with pytest.raises(RpcError) as caught:
+            await get(client, task_id)
+        assert caught.value.code == -32602
+        assert await ext.store.count() == 1
+        assert await ext.store.delete_expired(ext.now_ms()) == 1
+        assert await ext.store.count() == 0
+
+
+async def test_capacity_limits(world: World, clock: FakeClock) -> None:
+    server, ext = build(world, clock, limits=Limits(max_tasks=None, max_active_per_scope=2))
+    async with open_client(server, capabilities=WITH_TASKS) as client:
+        await create(client, "sleepy")
+        await create(client, "sleepy")
+        with pytest.raises(RpcError) as caught:
+            await client.call_tool("sleepy", {})
+        assert (caught.value.code, caught.value.status) == (-32603, 500)
+        assert caught.value.data == {"retryable": True, "limit": "max_active_tasks_per_scope"}
+        assert await ext.store.count() == 2
+        client.client_info = {"name": "other", "version": "1"}
+        await create(client, "sleepy")
+
+
+async def test_input_size_limit(world: World, clock: FakeClock) -> None:
+    server, ext = build(world, clock, max_input_bytes=100)
+    async with open_client(server, capabilities=WITH_TASKS) as client:
+        with pytest.raises(RpcError) as caught:
+            await client.call_tool("ask", {"keys": ["k" * 200]})
+        assert caught.value.code == -32602
+        assert await ext.store.count() == 0
+
+
+async def test_invalid_arguments_answer_synchronously_without_a_task(
+    env: tuple[Client, TasksExtension],
+) -> None:
+    client, ext = env
+    result = await client.call_tool("sleepy", {"seconds": "soon"})
+    assert result["resultType"] == "complete" and result["isError"] is True
+    assert await ext.store.count() == 0
+
+
+async def test_the_task_outlives_its_creating_request(
+    env: tuple[Client, TasksExtension], world: World
+) -> None:
+    client, _ = env
+    async with client.stream("tools/call", {"name": "sleepy", "arguments": {"seconds": 1}}) as stream:
+        created = await stream.next()
+        stream.disconnect()
+    task_id = created["result"]["taskId"]
+    await world.entered.wait()
+    assert (await settle(client, task_id))["status"] == "completed"
+    assert world.log == ["finally"]
+
+
+async def test_shutdown_cancels_running_tasks(world: World, clock: FakeClock) -> None:
+    server, ext = build(world, clock)
+    async with open_client(server, capabilities=WITH_TASKS) as client:
+        task_id = await create(client, "sleepy")
+        await world.entered.wait()
+    assert world.log == ["finally"]
+    record = await ext.store.get(task_id)
+    assert record is not None and record.status == "cancelled"

@@ -1,0 +1,319 @@
+"""The TaskStore contract, as a reusable suite: every store in STORES must pass all of it.
+
+A new store (durable, shared, ...) joins by adding a zero-argument factory to ``STORES``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from presa_trio.ext.tasks._states import (
+    Cancelled,
+    Completed,
+    InputRequested,
+    Status,
+    TaskRecord,
+    apply,
+)
+from presa_trio.ext.tasks._store import CapacityExceeded, Limits, MemoryTaskStore, TaskStore
+
+StoreFactory = Callable[[], TaskStore]
+
+STORES: list[Any] = [pytest.param(MemoryTaskStore, id="memory")]
+
+T0 = 1_700_000_000_000
+UNLIMITED = Limits(max_tasks=None, max_active_per_scope=None)
+RESULT: dict[str, Any] = {"content": [{"type": "text", "text": "done"}], "isError": False}
+
+
+@pytest.fixture(params=STORES)
+def store_factory(request: pytest.FixtureRequest) -> StoreFactory:
+    factory: StoreFactory = request.param
+    return factory
+
+
+@pytest.fixture
+def store(store_factory: StoreFactory) -> TaskStore:
+    return store_factory()
+
+
+def rec(task_id: str = "t-1", **changes: Any) -> TaskRecord:
+    base = TaskRecord(
+        task_id=task_id,
+        scope="s",
+        tool="deploy",
+        status=Status.WORKING,
+        created_ms=T0,
+        updated_ms=T0,
+        ttl_ms=60_000,
+        poll_interval_ms=1_000,
+    )
+    return replace(base, **changes)
+
+
+def done(task: TaskRecord) -> TaskRecord:
+    return apply(task, Completed(RESULT), T0 + 1)
+
+
+# ------------------------------------------------------------- create and get
+
+
+async def test_create_then_get(store: TaskStore) -> None:
+    task = rec(status_message="starting")
+    await store.create(task, UNLIMITED)
+    assert await store.get("t-1") == task
+    assert await store.count() == 1
+
+
+async def test_get_unknown_is_none(store: TaskStore) -> None:
+    assert await store.get("nope") is None
+
+
+async def test_create_existing_id_raises(store: TaskStore) -> None:
+    await store.create(rec(), UNLIMITED)
+    with pytest.raises(ValueError):
+        await store.create(rec(tool="other"), UNLIMITED)
+    stored = await store.get("t-1")
+    assert stored is not None and stored.tool == "deploy"
+    assert await store.count() == 1
+
+
+async def test_factory_gives_independent_stores(store_factory: StoreFactory) -> None:
+    one, two = store_factory(), store_factory()
+    await one.create(rec(), UNLIMITED)
+    assert await two.get("t-1") is None
+    assert await two.count() == 0
+
+
+# ------------------------------------------------------------ compare_and_set
+
+
+async def test_cas_with_current_revision(store: TaskStore) -> None:
+    await store.create(rec(), UNLIMITED)
+    new = apply(rec(), InputRequested({"a": {"method": "x"}}), T0 + 5)
+    assert await store.compare_and_set(new, 0) is True
+    assert await store.get("t-1") == new
+    newer = done(new)
+    assert await store.compare_and_set(newer, 1) is True
+    assert await store.get("t-1") == newer
+
+
+async def test_cas_with_stale_revision_fails(store: TaskStore) -> None:
+    first = rec()
+    await store.create(first, UNLIMITED)
+    assert await store.compare_and_set(apply(first, Cancelled(), T0 + 1), 0) is True
+    assert await store.compare_and_set(done(first), 0) is False
+    stored = await store.get("t-1")
+    assert stored is not None and stored.status is Status.CANCELLED and stored.revision == 1
+
+
+@pytest.mark.parametrize("expected_revision", [1, -1, 99])
+async def test_cas_with_wrong_revision_fails(store: TaskStore, expected_revision: int) -> None:
+    await store.create(rec(), UNLIMITED)
+    assert await store.compare_and_set(done(rec()), expected_revision) is False
+    assert await store.get("t-1") == rec()
+
+
+async def test_cas_unknown_id_fails_and_stores_nothing(store: TaskStore) -> None:
+    assert await store.compare_and_set(rec("ghost"), 0) is False
+    assert await store.get("ghost") is None
+    assert await store.count() == 0
+
+
+# ------------------------------------------------------------------- max_tasks
+
+
+@pytest.mark.parametrize("n", [1, 3])
+async def test_max_tasks_refuses_the_next_create(store: TaskStore, n: int) -> None:
+    limits = Limits(max_tasks=n, max_active_per_scope=None)
+    for i in range(n):
+        await store.create(rec(f"t{i}", scope=f"s{i}"), limits)
+    with pytest.raises(CapacityExceeded) as caught:
+        await store.create(rec("extra", scope="elsewhere"), limits)
+    assert caught.value.limit == "max_tasks"
+    assert await store.get("extra") is None
+    assert await store.count() == n
+
+
+async def test_max_tasks_counts_terminal_records_too(store: TaskStore) -> None:
+    limits = Limits(max_tasks=1, max_active_per_scope=None)
+    await store.create(rec(), limits)
+    assert await store.compare_and_set(done(rec()), 0) is True
+    with pytest.raises(CapacityExceeded) as caught:
+        await store.create(rec("t-2"), limits)
+    assert caught.value.limit == "max_tasks"
+
+
+async def test_max_tasks_frees_after_delete_expired(store: TaskStore) -> None:
+    limits = Limits(max_tasks=1, max_active_per_scope=None)
+    await store.create(rec(ttl_ms=10), limits)
+    assert await store.delete_expired(T0 + 10) == 1
+    await store.create(rec("t-2"), limits)
+    assert await store.count() == 1
+
+
+# -------------------------------------------------------- max_active_per_scope
+
+PER_SCOPE = Limits(max_tasks=None, max_active_per_scope=2)
+
+
+async def fill_scope(store: TaskStore, scope: str = "s") -> None:
+    await store.create(rec(f"{scope}-1", scope=scope, ttl_ms=10), PER_SCOPE)
+    await store.create(rec(f"{scope}-2", scope=scope), PER_SCOPE)
+
+
+async def refused_in(store: TaskStore, task_id: str, scope: str = "s") -> None:
+    with pytest.raises(CapacityExceeded) as caught:
+        await store.create(rec(task_id, scope=scope), PER_SCOPE)
+    assert caught.value.limit == "max_active_tasks_per_scope"
+    assert await store.get(task_id) is None
+
+
+async def test_per_scope_refuses_the_next_active_task(store: TaskStore) -> None:
+    await fill_scope(store)
+    await refused_in(store, "s-3")
+    assert await store.count() == 2
+
+
+async def test_per_scope_leaves_other_scopes_alone(store: TaskStore) -> None:
+    await fill_scope(store, "s")
+    await store.create(rec("o-1", scope="other"), PER_SCOPE)
+    await store.create(rec("o-2", scope="other"), PER_SCOPE)
+    await refused_in(store, "o-3", scope="other")
+    assert await store.count() == 4
+
+
+@pytest.mark.parametrize("event", [Completed(RESULT), Cancelled()], ids=["completed", "cancelled"])
+async def test_terminal_via_cas_frees_a_slot(store: TaskStore, event: Any) -> None:
+    await fill_scope(store)
+    first = await store.get("s-1")
+    assert first is not None
+    assert await store.compare_and_set(apply(first, event, T0 + 1), 0) is True
+    await store.create(rec("s-3"), PER_SCOPE)
+    await refused_in(store, "s-4")
+
+
+async def test_non_terminal_cas_keeps_the_slot(store: TaskStore) -> None:
+    await fill_scope(store)
+    waiting = apply(rec("s-1", ttl_ms=10), InputRequested({"a": {"method": "x"}}), T0 + 1)
+    assert await store.compare_and_set(waiting, 0) is True
+    await refused_in(store, "s-3")
+
+
+async def test_terminal_cas_twice_frees_only_one_slot(store: TaskStore) -> None:
+    await fill_scope(store)
+    completed = done(rec("s-1", ttl_ms=10))
+    assert await store.compare_and_set(completed, 0) is True
+    assert await store.compare_and_set(replace(completed, revision=2), 1) is True
+    await store.create(rec("s-3"), PER_SCOPE)
+    await refused_in(store, "s-4")
+
+
+async def test_deleting_expired_active_task_frees_its_slot(store: TaskStore) -> None:
+    await fill_scope(store)
+    assert await store.delete_expired(T0 + 10) == 1
+    await store.create(rec("s-3"), PER_SCOPE)
+    await refused_in(store, "s-4")
+
+
+async def test_deleting_expired_terminal_task_frees_nothing_more(store: TaskStore) -> None:
+    await fill_scope(store)
+    assert await store.compare_and_set(done(rec("s-1", ttl_ms=10)), 0) is True
+    await store.create(rec("s-3"), PER_SCOPE)
+    assert await store.delete_expired(T0 + 10) == 1
+    await refused_in(store, "s-4")
+
+
+async def test_terminal_records_do_not_count_as_active(store: TaskStore) -> None:
+    # "counts only non-terminal tasks of the same scope": a record stored already terminal
+    # (e.g. restored or imported) must not take an active slot.
+    limits = Limits(max_tasks=None, max_active_per_scope=1)
+    await store.create(done(rec("old")), limits)
+    await store.create(rec("new"), limits)
+    assert await store.count() == 2
+
+
+async def test_max_tasks_is_checked_with_per_scope_limit(store: TaskStore) -> None:
+    limits = Limits(max_tasks=2, max_active_per_scope=2)
+    await store.create(rec("a", scope="x"), limits)
+    await store.create(rec("b", scope="y"), limits)
+    with pytest.raises(CapacityExceeded) as caught:
+        await store.create(rec("c", scope="z"), limits)
+    assert caught.value.limit == "max_tasks"
+
+
+# -------------------------------------------------------------- delete_expired
+
+
+async def test_delete_expired_deletes_exactly_the_expired(store: TaskStore) -> None:
+    tasks = [
+        rec("gone-early", ttl_ms=100),
+        rec("gone-boundary", ttl_ms=500),
+        rec("gone-done", ttl_ms=200),
+        rec("kept-young", ttl_ms=501),
+        rec("kept-forever", ttl_ms=None),
+        rec("kept-late-start", created_ms=T0 + 400, ttl_ms=200),
+    ]
+    for task in tasks:
+        await store.create(task, UNLIMITED)
+    assert await store.compare_and_set(done(tasks[2]), 0) is True
+    assert await store.delete_expired(T0 + 500) == 3
+    assert await store.count() == 3
+    for task in tasks:
+        stored = await store.get(task.task_id)
+        assert (stored is None) is task.task_id.startswith("gone")
+    assert await store.delete_expired(T0 + 500) == 0
+
+
+async def test_delete_expired_on_empty_store(store: TaskStore) -> None:
+    assert await store.delete_expired(T0) == 0
+
+
+async def test_get_returns_expired_records_until_deleted(store: TaskStore) -> None:
+    await store.create(rec(ttl_ms=1), UNLIMITED)
+    assert await store.get("t-1") == rec(ttl_ms=1)
+
+
+async def test_count_follows_creates_and_deletes(store: TaskStore) -> None:
+    assert await store.count() == 0
+    for i in range(4):
+        await store.create(rec(f"t{i}", ttl_ms=100 * (i + 1)), UNLIMITED)
+        assert await store.count() == i + 1
+    assert await store.delete_expired(T0 + 200) == 2
+    assert await store.count() == 2
+
+
+# ------------------------------------------------------------ records are data
+
+
+def plain(value: Any) -> bool:
+    """JSON-able data, allowing the set types a record uses for its key sets."""
+    if type(value).__module__.split(".")[0] == "trio":
+        return False
+    if value is None or isinstance(value, bool | int | float | str):
+        return True
+    if isinstance(value, Mapping):
+        return all(isinstance(k, str) and plain(v) for k, v in value.items())
+    if isinstance(value, list | tuple | set | frozenset):
+        return all(plain(v) for v in value)
+    return False
+
+
+async def test_records_are_plain_data(store: TaskStore) -> None:
+    task = rec(status_message="hi")
+    await store.create(task, UNLIMITED)
+    waiting = apply(task, InputRequested({"a": {"method": "x", "params": {"n": 1}}}), T0 + 1)
+    assert await store.compare_and_set(waiting, 0) is True
+    for stored in [await store.get("t-1"), done(waiting)]:
+        assert stored is not None
+        as_dict = dataclasses.asdict(stored)
+        assert TaskRecord(**as_dict) == stored
+        assert plain(as_dict)
+        json.dumps({k: v for k, v in as_dict.items() if k != "used_keys"})
+        assert sorted(as_dict["used_keys"]) == ["a"]
