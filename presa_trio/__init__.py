@@ -8,6 +8,7 @@ from ._context import Context as Context
 from ._dispatch import Method as Method
 from ._extensions import Extension as Extension
 from ._registry import ToolResult as ToolResult
+from ._request_state import KeyRing as KeyRing
 from ._schema import Schemas as Schemas
 from ._schema import Violation as Violation
 from ._server import Server as Server
@@ -46,6 +47,7 @@ __all__ = [
     "HostPolicy",
     "InternalError",
     "InvalidParams",
+    "KeyRing",
     "McpError",
     "Method",
     "MethodNotFound",

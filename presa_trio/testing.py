@@ -407,6 +407,45 @@ class Client:
             params["arguments"] = dict(arguments)
         return await self._with_rounds("prompts/get", params, answer, 10, options)
 
+    # ------------------------------------------------------------------ tasks (SEP-2663)
+
+    async def create_task(
+        self, name: str, arguments: Mapping[str, Any] | None = None, **options: Any
+    ) -> str:
+        """Call a tool that must become a task; returns its ``taskId``."""
+        result = await self.call_tool(name, arguments or {}, **options)
+        if result.get("resultType") != "task":
+            raise AssertionError(f"{name} did not create a task: {result}")
+        task_id: str = result["taskId"]
+        return task_id
+
+    async def get_task(self, task_id: str, **options: Any) -> dict[str, Any]:
+        return await self.request("tasks/get", {"taskId": task_id}, **options)
+
+    async def update_task(
+        self, task_id: str, responses: Mapping[str, Any], **options: Any
+    ) -> dict[str, Any]:
+        params = {"taskId": task_id, "inputResponses": dict(responses)}
+        return await self.request("tasks/update", params, **options)
+
+    async def cancel_task(self, task_id: str, **options: Any) -> dict[str, Any]:
+        return await self.request("tasks/cancel", {"taskId": task_id}, **options)
+
+    async def wait_task(
+        self,
+        task_id: str,
+        statuses: tuple[str, ...] = ("completed", "failed", "cancelled"),
+        *,
+        poll: float = 0.01,
+        **options: Any,
+    ) -> dict[str, Any]:
+        """Poll ``tasks/get`` until the task reaches one of ``statuses`` (bound it yourself)."""
+        while True:
+            task = await self.get_task(task_id, **options)
+            if task["status"] in statuses:
+                return task
+            await trio.sleep(poll)
+
     @asynccontextmanager
     async def stream(
         self, method: str, params: Mapping[str, Any] | None = None, **options: Any

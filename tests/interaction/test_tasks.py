@@ -164,8 +164,11 @@ async def test_completed_failed_and_tool_errors(env: tuple[Client, TasksExtensio
     client, _ = env
     done = await settle(client, await create(client, "sleepy", {"seconds": 0}))
     assert done["status"] == "completed" and "statusMessage" not in done
-    assert done["result"] == {"resultType": "complete", "content": [{"type": "text", "text": "slept"}],
-                              "_meta": SERVER_INFO}
+    assert done["result"] == {
+        "resultType": "complete",
+        "content": [{"type": "text", "text": "slept"}],
+        "_meta": SERVER_INFO,
+    }
     failed = await settle(client, await create(client, "broken"))
     assert failed["status"] == "failed" and "result" not in failed
     assert failed["error"] == {"code": -32603, "message": "Upstream refused"}
@@ -193,7 +196,9 @@ async def test_cancel_runs_cleanup_before_the_ack(
     assert ext.runner.live_count == 0
 
 
-async def test_cancelling_a_parked_task_releases_its_channel(env: tuple[Client, TasksExtension]) -> None:
+async def test_cancelling_a_parked_task_releases_its_channel(
+    env: tuple[Client, TasksExtension],
+) -> None:
     client, ext = env
     task_id = await create(client, "ask", {"keys": ["a"]})
     await trio.testing.wait_all_tasks_blocked()
@@ -205,12 +210,16 @@ async def test_cancelling_a_parked_task_releases_its_channel(env: tuple[Client, 
     assert len(ext.runner.nursery.child_tasks) == 0  # every task ended: the runner holds none
 
 
-async def test_terminal_cancel_is_acked_and_changes_nothing(env: tuple[Client, TasksExtension]) -> None:
+async def test_terminal_cancel_is_acked_and_changes_nothing(
+    env: tuple[Client, TasksExtension],
+) -> None:
     client, _ = env
     task_id = await create(client, "sleepy", {"seconds": 0})
     done = await settle(client, task_id)
     assert await client.request("tasks/cancel", {"taskId": task_id}) == {
-        "resultType": "complete", "_meta": SERVER_INFO}
+        "resultType": "complete",
+        "_meta": SERVER_INFO,
+    }
     assert await get(client, task_id) == done
 
 
@@ -227,9 +236,16 @@ async def test_unknown_ids(env: tuple[Client, TasksExtension], method: str) -> N
 
 @pytest.mark.parametrize(
     ("params", "code"),
-    [({}, -32602), ({"taskId": ""}, -32602), ({"taskId": 5}, -32602), ({"taskId": "x" * 257}, -32602)],
+    [
+        ({}, -32602),
+        ({"taskId": ""}, -32602),
+        ({"taskId": 5}, -32602),
+        ({"taskId": "x" * 257}, -32602),
+    ],
 )
-async def test_bad_task_ids(env: tuple[Client, TasksExtension], params: dict[str, Any], code: int) -> None:
+async def test_bad_task_ids(
+    env: tuple[Client, TasksExtension], params: dict[str, Any], code: int
+) -> None:
     client, _ = env
     client.validate = False
     message = client.message("tasks/get", params)
@@ -245,13 +261,20 @@ async def test_updates_partial_fulfilment_and_key_reuse(env: tuple[Client, Tasks
     task_id = await create(client, "ask", {"keys": ["a", "b", "a"]})
     await trio.testing.wait_all_tasks_blocked()
     assert list((await get(client, task_id))["inputRequests"]) == ["a"]
-    ack = await client.request("tasks/update", {"taskId": task_id, "inputResponses": {
-        "a": {"action": "accept", "content": {"v": "1"}}, "stray": {"x": 1}}})
+    ack = await client.request(
+        "tasks/update",
+        {
+            "taskId": task_id,
+            "inputResponses": {"a": {"action": "accept", "content": {"v": "1"}}, "stray": {"x": 1}},
+        },
+    )
     assert ack == {"resultType": "complete", "_meta": SERVER_INFO}
     await trio.testing.wait_all_tasks_blocked()
     assert list((await get(client, task_id))["inputRequests"]) == ["b"]
-    await client.request("tasks/update", {"taskId": task_id, "inputResponses": {
-        "b": {"action": "accept", "content": {"v": "2"}}}})
+    await client.request(
+        "tasks/update",
+        {"taskId": task_id, "inputResponses": {"b": {"action": "accept", "content": {"v": "2"}}}},
+    )
     failed = await settle(client, task_id)  # asking for "a" again is a bug in the tool
     assert failed["status"] == "failed" and failed["error"]["code"] == -32603
     assert ext.runner.parked_count() == 0
@@ -285,7 +308,9 @@ async def test_undeclared_requests(env: tuple[Client, TasksExtension]) -> None:
 async def test_the_declaration_is_per_request(env: tuple[Client, TasksExtension]) -> None:
     client, _ = env
     assert (await client.call_tool("sleepy", {"seconds": 0}))["resultType"] == "task"
-    assert (await client.call_tool("sleepy", {"seconds": 0}, capabilities={}))["resultType"] == "complete"
+    assert (await client.call_tool("sleepy", {"seconds": 0}, capabilities={}))[
+        "resultType"
+    ] == "complete"
     assert (await client.call_tool("sleepy", {"seconds": 0}))["resultType"] == "task"
 
 
@@ -301,7 +326,9 @@ async def test_task_result_type_only_on_tools_call(env: tuple[Client, TasksExten
 async def test_legacy_task_param_is_ignored(env: tuple[Client, TasksExtension]) -> None:
     client, _ = env
     client.validate = False
-    result = await client.request("tools/call", {"name": "plain", "task": {"ttl": 1, "pollInterval": 1}})
+    result = await client.request(
+        "tools/call", {"name": "plain", "task": {"ttl": 1, "pollInterval": 1}}
+    )
     assert result["resultType"] == "complete"
 
 
@@ -337,8 +364,13 @@ async def _notifications_equal_tasks_get(client: Client, task_id: str) -> None:
         ack = await stream.next()
         assert ack["params"]["notifications"] == {"taskIds": [task_id]}
         await trio.testing.wait_all_tasks_blocked()
-        await client.request("tasks/update", {"taskId": task_id, "inputResponses": {
-            "a": {"action": "accept", "content": {"v": "1"}}}})
+        await client.request(
+            "tasks/update",
+            {
+                "taskId": task_id,
+                "inputResponses": {"a": {"action": "accept", "content": {"v": "1"}}},
+            },
+        )
         final = await settle(client, task_id)
         seen = []
         while True:
@@ -349,15 +381,20 @@ async def _notifications_equal_tasks_get(client: Client, task_id: str) -> None:
         expected = {k: v for k, v in final.items() if k not in ("resultType", "_meta")}
         params = {k: v for k, v in note["params"].items() if k != "_meta"}
         assert params == expected
-        assert note["params"]["_meta"] == {"io.modelcontextprotocol/subscriptionId": ack["params"]["_meta"][
-            "io.modelcontextprotocol/subscriptionId"]}
+        assert note["params"]["_meta"] == {
+            "io.modelcontextprotocol/subscriptionId": ack["params"]["_meta"][
+                "io.modelcontextprotocol/subscriptionId"
+            ]
+        }
         assert seen[-2:] == ["working", "completed"]
 
 
 async def test_task_ids_filter_needs_the_declaration(env: tuple[Client, TasksExtension]) -> None:
     client, _ = env
     with pytest.raises(RpcError) as caught:
-        await client.request("subscriptions/listen", {"notifications": {"taskIds": ["x"]}}, capabilities={})
+        await client.request(
+            "subscriptions/listen", {"notifications": {"taskIds": ["x"]}}, capabilities={}
+        )
     assert (caught.value.code, caught.value.data, caught.value.status) == (-32021, MISSING, 400)
     with pytest.raises(RpcError) as caught:
         await client.request("subscriptions/listen", {"notifications": {"taskIds": [""]}})
@@ -368,11 +405,17 @@ async def test_scopes_are_isolated(env: tuple[Client, TasksExtension]) -> None:
     client, _ = env
     task_id = await create(client, "sleepy")
     client.client_info = {"name": "mallory", "version": "1"}
-    for method, params in (("tasks/get", {}), ("tasks/cancel", {}),
-                           ("tasks/update", {"inputResponses": {}})):
+    for method, params in (
+        ("tasks/get", {}),
+        ("tasks/cancel", {}),
+        ("tasks/update", {"inputResponses": {}}),
+    ):
         with pytest.raises(RpcError) as caught:
             await client.request(method, {"taskId": task_id, **params})
-        assert (caught.value.code, caught.value.message) == (-32602, "Unknown or inaccessible taskId")
+        assert (caught.value.code, caught.value.message) == (
+            -32602,
+            "Unknown or inaccessible taskId",
+        )
     client.client_info = {"name": "presa-trio-testing", "version": "1"}
     assert (await get(client, task_id))["status"] == "working"
 
@@ -431,7 +474,9 @@ async def test_the_task_outlives_its_creating_request(
     env: tuple[Client, TasksExtension], world: World
 ) -> None:
     client, _ = env
-    async with client.stream("tools/call", {"name": "sleepy", "arguments": {"seconds": 1}}) as stream:
+    async with client.stream(
+        "tools/call", {"name": "sleepy", "arguments": {"seconds": 1}}
+    ) as stream:
         created = await stream.next()
         stream.disconnect()
     task_id = created["result"]["taskId"]
@@ -448,3 +493,20 @@ async def test_shutdown_cancels_running_tasks(world: World, clock: FakeClock) ->
     assert world.log == ["finally"]
     record = await ext.store.get(task_id)
     assert record is not None and record.status == "cancelled"
+
+
+async def test_testing_client_task_helpers(env: tuple[Client, TasksExtension]) -> None:
+    client, _ = env
+    task_id = await client.create_task("ask", {"keys": ["k"]})
+    with trio.fail_after(5):
+        parked = await client.wait_task(task_id, ("input_required",))
+        assert list(parked["inputRequests"]) == ["k"]
+        ack = await client.update_task(task_id, {"k": {"action": "accept", "content": {"v": "ok"}}})
+        assert ack["resultType"] == "complete"
+        done = await client.wait_task(task_id)
+    assert done["result"]["content"][0]["text"] == "ok"
+    other = await client.create_task("sleepy")
+    assert (await client.cancel_task(other))["resultType"] == "complete"
+    assert (await client.get_task(other))["status"] == "cancelled"
+    with pytest.raises(AssertionError):
+        await client.create_task("plain")

@@ -1,0 +1,1 @@
+"""Example servers; serve one with ``presa-trio serve examples.weather:server --stdio``."""

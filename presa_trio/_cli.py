@@ -1,0 +1,160 @@
+"""The ``presa-trio`` command: serve a server over HTTP or stdio, or validate a capture.
+
+It parses arguments and hands over to the transports and the capture checker; it holds no
+protocol logic of its own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib
+import logging
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+DESCRIPTION = """\
+presa-trio: serve MCP 2026-07-28 servers written with presa_trio, and check MCP traffic.
+
+  presa-trio serve app:server --http 127.0.0.1:8000   Streamable HTTP at http://127.0.0.1:8000/mcp
+  presa-trio serve app:server --stdio                 newline-delimited JSON-RPC on stdin/stdout
+  presa-trio validate capture.jsonl                   check each line against the schema
+
+MODULE:SERVER names a presa_trio Server (or its ASGI app) importable from the current
+directory, e.g. examples.weather:server.
+"""
+
+SERVE_HELP = """\
+Serve MODULE:SERVER. --http runs hypercorn's trio worker in this process (loopback only unless
+you pass another host on purpose); --stdio reads requests from stdin and writes responses to
+stdout, logging to stderr, and exits at end of input.
+"""
+
+VALIDATE_HELP = """\
+Check a capture of MCP messages, one JSON message per line, against the vendored 2026-07-28
+schema. A line is a bare JSON-RPC message (its side is inferred: requests come from the client,
+responses from the server) or {"direction": "client"|"server", "message": {...}}. Responses are
+checked against the result type of the request with the same id earlier in the capture. Each bad
+line is printed as LINE: $def at JSON-POINTER: reason. Exit status: 0 all good, 1 some line is
+bad, 2 the file could not be read.
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="presa-trio",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    serve = commands.add_parser(
+        "serve",
+        help="serve a server over HTTP or stdio",
+        description=SERVE_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    serve.add_argument("target", metavar="MODULE:SERVER", help="e.g. examples.weather:server")
+    mode = serve.add_mutually_exclusive_group()
+    mode.add_argument(
+        "--http",
+        metavar="HOST:PORT",
+        nargs="?",
+        const="127.0.0.1:8000",
+        help="serve Streamable HTTP (default 127.0.0.1:8000; the default mode)",
+    )
+    mode.add_argument("--stdio", action="store_true", help="serve on stdin/stdout")
+    serve.add_argument("--path", default="/mcp", help="HTTP endpoint path (default /mcp)")
+    serve.add_argument("--log-level", default="warning", help="stderr log level (default warning)")
+    validate = commands.add_parser(
+        "validate",
+        help="check a capture of MCP messages",
+        description=VALIDATE_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    validate.add_argument("file", help="JSON-lines capture ('-' for stdin)")
+    return parser
+
+
+def load_target(spec: str) -> Any:
+    module_name, _, attribute = spec.partition(":")
+    if not module_name or not attribute:
+        raise SystemExit(f"presa-trio: expected MODULE:SERVER, got {spec!r}")
+    if "" not in sys.path:
+        sys.path.insert(0, "")
+    try:
+        target: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise SystemExit(f"presa-trio: cannot import {module_name!r}: {exc}") from None
+    for part in attribute.split("."):
+        try:
+            target = getattr(target, part)
+        except AttributeError:
+            raise SystemExit(f"presa-trio: {module_name!r} has no {attribute!r}") from None
+    return target
+
+
+def _server_of(target: Any) -> Any:
+    from ._server import Server
+    from ._transports.asgi import AsgiApp
+
+    if isinstance(target, AsgiApp):
+        return target.server
+    if isinstance(target, Server):
+        return target
+    raise SystemExit(f"presa-trio: {type(target).__name__} is not a presa_trio Server")
+
+
+def serve(args: argparse.Namespace) -> int:
+    import trio
+
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=args.log_level.upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    server = _server_of(load_target(args.target))
+    if args.stdio:
+        from ._transports.stdio import serve_stdio
+
+        trio.run(serve_stdio, server)
+        return 0
+    from hypercorn.config import Config
+    from hypercorn.trio import serve as hypercorn_serve
+
+    config = Config()
+    config.bind = [args.http or "127.0.0.1:8000"]
+    config.accesslog = None
+    app = server.asgi_app(path=args.path)
+    print(
+        f"presa-trio: serving {server.name} at http://{config.bind[0]}{args.path}", file=sys.stderr
+    )
+    with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is the way to stop it
+        trio.run(hypercorn_serve, app, config)
+    return 0
+
+
+def validate(args: argparse.Namespace) -> int:
+    from ._validate import CaptureChecker
+
+    try:
+        if args.file == "-":
+            lines = sys.stdin.read().splitlines()
+        else:
+            with open(args.file, encoding="utf-8") as handle:
+                lines = handle.read().splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        print(f"presa-trio: cannot read {args.file}: {exc}", file=sys.stderr)
+        return 2
+    checker = CaptureChecker()
+    bad_lines = set()
+    for finding in checker.check(lines):
+        bad_lines.add(finding.line)
+        print(f"{args.file}:{finding}")
+    print(f"{checker.lines} message(s), {len(bad_lines)} bad", file=sys.stderr)
+    return 1 if bad_lines else 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return serve(args) if args.command == "serve" else validate(args)

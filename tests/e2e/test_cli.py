@@ -1,0 +1,257 @@
+"""The presa-trio command as a user runs it: serve over stdio and HTTP, validate captures."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+from conftest import ROOT, free_port
+from live_http import call
+
+pytestmark = pytest.mark.e2e
+
+META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+
+
+def request(request_id: int, method: str, params: dict[str, Any] | None = None) -> str:
+    return json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": request_id,
+            "method": method,
+            "params": {**(params or {}), "_meta": META},
+        }
+    )
+
+
+def presa(
+    *args: str, stdin: str | None = None, timeout: float = 30
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "presa_trio", *args],
+        cwd=ROOT,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def test_help_is_for_newcomers() -> None:
+    result = presa("--help")
+    assert result.returncode == 0
+    for words in ("serve", "validate", "--http", "--stdio", "MODULE:SERVER"):
+        assert words in result.stdout
+    serve_help = presa("serve", "--help").stdout
+    assert "stdin" in serve_help and "loopback" in serve_help
+
+
+def test_serve_stdio_answers_and_exits_at_eof() -> None:
+    lines = (
+        "\n".join(
+            [
+                request(1, "server/discover"),
+                request(
+                    2, "tools/call", {"name": "forecast", "arguments": {"city": "Oslo", "days": 2}}
+                ),
+            ]
+        )
+        + "\n"
+    )
+    result = presa("serve", "examples.weather:server", "--stdio", stdin=lines)
+    assert result.returncode == 0, result.stderr
+    messages = [json.loads(line) for line in result.stdout.splitlines()]
+    by_id = {m["id"]: m for m in messages if "id" in m}
+    assert by_id[1]["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "weather"
+    assert by_id[2]["result"]["content"] == [{"type": "text", "text": "Oslo: sunny for 2 days"}]
+
+
+def test_serve_rejects_a_bad_target() -> None:
+    result = presa("serve", "examples.nowhere:server", "--stdio", stdin="")
+    assert result.returncode != 0 and "cannot import" in result.stderr
+    result = presa("serve", "examples.weather:nothing", "--stdio", stdin="")
+    assert result.returncode != 0 and "has no" in result.stderr
+
+
+@pytest.fixture
+def cli_http_port() -> Iterator[int]:
+    """`presa-trio serve examples.weather:server --http 127.0.0.1:PORT`, stopped with Ctrl-C."""
+    port = free_port()
+    command = [
+        sys.executable,
+        "-m",
+        "presa_trio",
+        "serve",
+        "examples.weather:server",
+        "--http",
+        f"127.0.0.1:{port}",
+    ]
+    process = subprocess.Popen(
+        command,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        yield port
+    finally:
+        os.killpg(process.pid, signal.SIGINT)
+        try:
+            assert process.wait(timeout=10) == 0  # Ctrl-C is a clean stop
+        finally:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+
+
+async def test_serve_http_on_loopback(cli_http_port: int) -> None:
+    with trio.fail_after(30):
+        while True:
+            try:
+                result = await call(
+                    cli_http_port, "tools/call", {"name": "forecast", "arguments": {"city": "Rome"}}
+                )
+                break
+            except OSError:
+                await trio.sleep(0.1)
+    assert result["content"][0]["text"] == "Rome: sunny for 3 days"
+
+
+GOOD = [
+    request(1, "server/discover"),
+    json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "result": {
+                "resultType": "complete",
+                "supportedVersions": ["2026-07-28"],
+                "capabilities": {},
+                "ttlMs": 0,
+                "cacheScope": "public",
+            },
+        }
+    ),
+    json.dumps(
+        {
+            "direction": "server",
+            "message": {
+                "jsonrpc": "2.0",
+                "method": "notifications/progress",
+                "params": {"progressToken": 1, "progress": 1},
+            },
+        }
+    ),
+    json.dumps(
+        {
+            "direction": "client",
+            "message": {
+                "jsonrpc": "2.0",
+                "method": "notifications/cancelled",
+                "params": {"requestId": 1},
+            },
+        }
+    ),
+    "",
+]
+
+
+def validate(tmp_path: Path, lines: list[str]) -> subprocess.CompletedProcess[str]:
+    capture = tmp_path / "capture.jsonl"
+    capture.write_text("\n".join(lines) + "\n")
+    return presa("validate", str(capture))
+
+
+def test_validate_a_good_capture(tmp_path: Path) -> None:
+    result = validate(tmp_path, GOOD)
+    assert result.returncode == 0, result.stdout
+    assert result.stdout == ""
+    assert "4 message(s), 0 bad" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("{not json", ":3: JSON at /: not JSON"),
+        ("[1, 2]", ":3: JSONRPCMessage at /: a message must be a JSON object"),
+        (request(5, "tools/list").replace('"2.0"', '"1.0"'), ":3: ListToolsRequest at /jsonrpc:"),
+        (
+            json.dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": {}}),
+            ":3: ListToolsRequest at /params:",
+        ),
+        (
+            json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "result": {"resultType": "complete", "supportedVersions": ["x"]},
+                }
+            ),
+            ":3: DiscoverResult at /result:",
+        ),
+        (
+            json.dumps({"jsonrpc": "2.0", "id": 9, "result": {}}),
+            ":3: JSONRPCResultResponse at /result:",
+        ),
+        (
+            json.dumps({"jsonrpc": "2.0", "id": 2, "error": {"code": -32022, "message": "x"}}),
+            ":3: UnsupportedProtocolVersionError at /error:",
+        ),
+        (
+            json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "x"}}),
+            ":3: JSONRPCErrorResponse at /id:",
+        ),
+        (
+            json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "method": "notifications/progress",
+                    "params": {"progressToken": 1},
+                }
+            ),
+            ":3: ProgressNotification at /params:",
+        ),
+        (
+            json.dumps(
+                {
+                    "direction": "server",
+                    "message": {
+                        "jsonrpc": "2.0",
+                        "id": 3,
+                        "method": "elicitation/create",
+                        "params": {},
+                    },
+                }
+            ),
+            ":3: ServerNotification at /id: servers must not send requests",
+        ),
+    ],
+)
+def test_validate_reports_each_fault(tmp_path: Path, line: str, expected: str) -> None:
+    result = validate(tmp_path, [GOOD[0], GOOD[2], line])
+    assert result.returncode == 1, result.stdout
+    assert expected in result.stdout, result.stdout
+    assert "1 bad" in result.stderr
+
+
+def test_validate_unreadable_file(tmp_path: Path) -> None:
+    result = presa("validate", str(tmp_path / "missing.jsonl"))
+    assert result.returncode == 2 and "cannot read" in result.stderr
+
+
+def test_validate_from_stdin() -> None:
+    result = presa("validate", "-", stdin="\n".join(GOOD))
+    assert result.returncode == 0 and "4 message(s), 0 bad" in result.stderr
