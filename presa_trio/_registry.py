@@ -6,6 +6,7 @@ wire result. Method routing, admission and errors-to-responses live in the dispa
 
 from __future__ import annotations
 
+import base64
 import inspect
 import json
 import re
@@ -256,8 +257,6 @@ def _describe(wire: dict[str, Any], entry: Resource | ResourceTemplate) -> dict[
 
 
 def contents_of(value: Any, uri: str, mime_type: str | None) -> list[dict[str, Any]]:
-    import base64
-
     def one(item: Any) -> dict[str, Any]:
         if isinstance(item, dict):
             return item

@@ -10,7 +10,7 @@ from __future__ import annotations
 import base64
 import binascii
 import inspect
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
@@ -346,7 +346,3 @@ def page(items: list[Any], cursor: object, size: int | None) -> tuple[list[Any],
         base64.urlsafe_b64encode(f"o:{end}".encode()).decode() if end < len(items) else None
     )
     return items[start:end], next_cursor
-
-
-def sorted_by_name(entries: Iterable[Any], key: Callable[[Any], str]) -> list[Any]:
-    return sorted(entries, key=key)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import trio
@@ -37,7 +37,6 @@ class Listener:
     filter: Mapping[str, Any]
     send: trio.MemorySendChannel[Event]
     receive: trio.MemoryReceiveChannel[Event]
-    dropped: bool = field(default=False)
 
 
 class SubscriptionBus:
@@ -80,7 +79,6 @@ class SubscriptionBus:
                 listener.send.send_nowait(event)
                 delivered += 1
             except trio.WouldBlock:  # a stuck consumer: end its stream, keep the rest going
-                listener.dropped = True
                 listener.send.close()
                 self._listeners.discard(listener)
             except trio.ClosedResourceError:

@@ -68,16 +68,17 @@ class AsgiApp:
         message = await receive()
         if message["type"] != "lifespan.startup":
             return
+        started = False
         try:
             async with self.server.running():
                 await send({"type": "lifespan.startup.complete"})
+                started = True
                 while (await receive())["type"] != "lifespan.shutdown":
                     pass
-        except BaseException as exc:
-            if isinstance(exc, trio.Cancelled):
-                raise
+        except Exception as exc:  # trio.Cancelled is a BaseException: it propagates
             logger.exception("lifespan failed")
-            await send({"type": "lifespan.startup.failed", "message": f"presa_trio: {exc!r}"})
+            phase = "shutdown" if started else "startup"
+            await send({"type": f"lifespan.{phase}.failed", "message": f"presa_trio: {exc!r}"})
             return
         await send({"type": "lifespan.shutdown.complete"})
 

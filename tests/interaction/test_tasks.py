@@ -197,14 +197,16 @@ async def test_cancel_runs_cleanup_before_the_ack(
 
 
 async def test_cancelling_a_parked_task_releases_its_channel(
-    env: tuple[Client, TasksExtension],
+    env: tuple[Client, TasksExtension], mock_clock: trio.testing.MockClock
 ) -> None:
     client, ext = env
     task_id = await create(client, "ask", {"keys": ["a"]})
     await trio.testing.wait_all_tasks_blocked()
     assert (await get(client, task_id))["status"] == "input_required"
     assert ext.runner.parked_count() == 1
+    start = trio.current_time()
     await client.request("tasks/cancel", {"taskId": task_id})
+    assert trio.current_time() == start  # released at the ack, no clock time needed
     assert ext.runner.parked_count() == 0 and ext.runner.live_count == 0
     assert (await get(client, task_id))["status"] == "cancelled"
     assert len(ext.runner.nursery.child_tasks) == 0  # every task ended: the runner holds none

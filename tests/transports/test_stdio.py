@@ -206,64 +206,33 @@ async def test_eof_lets_in_flight_requests_finish_within_the_grace(
     assert trio.current_time() < 20
 
 
+TASKS = {"elicitation": {}, "extensions": {EXTENSION_ID: {}}}
+
+
+async def task_status(peer: Peer, task_id: str, wanted: str) -> dict[str, Any]:
+    """Poll tasks/get over the pipe until the task shows ``wanted``."""
+    with trio.fail_after(5):
+        while True:
+            await peer.request("poll", "tasks/get", {"taskId": task_id, "_meta": meta(TASKS)})
+            task: dict[str, Any] = (await peer.receive())["result"]
+            if task["status"] == wanted:
+                return task
+
+
 async def test_tasks_work_over_stdio() -> None:
-    tasks = {"elicitation": {}, "extensions": {EXTENSION_ID: {}}}
     async with connected(build_server()) as (peer, _):
-        await peer.send(
-            {
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "tools/call",
-                "params": {
-                    "name": "confirm_delete",
-                    "arguments": {"filename": "x"},
-                    "_meta": meta(tasks),
-                },
-            }
-        )
+        arguments = {"name": "confirm_delete", "arguments": {"filename": "x"}, "_meta": meta(TASKS)}
+        await peer.request(1, "tools/call", arguments)
         created = (await peer.receive())["result"]
         assert created["resultType"] == "task"
         task_id = created["taskId"]
-        with trio.fail_after(5):
-            while True:
-                await peer.send(
-                    {
-                        "jsonrpc": "2.0",
-                        "id": 2,
-                        "method": "tasks/get",
-                        "params": {"taskId": task_id, "_meta": meta(tasks)},
-                    }
-                )
-                if (task := (await peer.receive())["result"])["status"] == "input_required":
-                    break
+        task = await task_status(peer, task_id, "input_required")
         assert list(task["inputRequests"]) == ["confirm-delete"]
-        await peer.send(
-            {
-                "jsonrpc": "2.0",
-                "id": 3,
-                "method": "tasks/update",
-                "params": {
-                    "taskId": task_id,
-                    "_meta": meta(tasks),
-                    "inputResponses": {
-                        "confirm-delete": {"action": "accept", "content": {"confirm": True}}
-                    },
-                },
-            }
-        )
+        yes = {"confirm-delete": {"action": "accept", "content": {"confirm": True}}}
+        update = {"taskId": task_id, "inputResponses": yes, "_meta": meta(TASKS)}
+        await peer.request(3, "tasks/update", update)
         assert (await peer.receive())["result"]["resultType"] == "complete"
-        with trio.fail_after(5):
-            while True:
-                await peer.send(
-                    {
-                        "jsonrpc": "2.0",
-                        "id": 4,
-                        "method": "tasks/get",
-                        "params": {"taskId": task_id, "_meta": meta(tasks)},
-                    }
-                )
-                if (task := (await peer.receive())["result"])["status"] == "completed":
-                    break
+        task = await task_status(peer, task_id, "completed")
         assert task["result"]["content"][0]["text"] == "Delete confirmed: true"
 
 

@@ -1,0 +1,57 @@
+"""The ASGI lifespan owns the server's background nursery and reports startup failure."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import trio
+
+from presa_trio import Extension, Server
+
+
+async def run_lifespan(server: Server, shutdown: bool = True) -> list[dict[str, Any]]:
+    app = server.asgi_app()
+    to_app, app_inbox = trio.open_memory_channel[dict[str, Any]](10)
+    sent: list[dict[str, Any]] = []
+    started = trio.Event()
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(dict(message))
+        if message["type"].startswith("lifespan.startup"):
+            started.set()
+
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(
+                app, {"type": "lifespan", "asgi": {"version": "3.0"}}, app_inbox.receive, send
+            )
+            await to_app.send({"type": "lifespan.startup"})
+            await started.wait()
+            if sent[-1]["type"] == "lifespan.startup.complete":
+                assert server.background is not None
+                await to_app.send({"type": "lifespan.shutdown"})
+    return sent
+
+
+async def test_startup_and_shutdown() -> None:
+    server = Server("life")
+    sent = await run_lifespan(server)
+    assert [m["type"] for m in sent] == ["lifespan.startup.complete", "lifespan.shutdown.complete"]
+    with pytest.raises(RuntimeError):
+        server.background  # noqa: B018 - closed again after shutdown
+
+
+class Broken(Extension):
+    id = "dev.example/broken"
+
+    async def serve(self, server: Server, *, task_status: trio.TaskStatus[None]) -> None:
+        raise OSError("cannot reach the task database")
+
+
+async def test_startup_failure_is_reported() -> None:
+    server = Server("life")
+    server.add_extension(Broken())
+    sent = await run_lifespan(server)
+    assert [m["type"] for m in sent] == ["lifespan.startup.failed"]
+    assert "cannot reach the task database" in sent[0]["message"]
