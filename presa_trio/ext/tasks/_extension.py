@@ -147,9 +147,7 @@ class TasksExtension(Extension):
             raise InternalError(
                 "Task capacity exhausted", {"retryable": True, "limit": full.limit}
             ) from None
-        await self.runner.start(
-            record, self._work(ctx, tool, arguments, call_next), ctx.input_responses
-        )
+        self.runner.start(record, self._work(ctx, tool, arguments, call_next), ctx.input_responses)
         return _wire.creation(record)
 
     # ------------------------------------------------------------------ tools/call

@@ -42,7 +42,8 @@ COMMIT_SECONDS = 5.0  # bound on a shielded final commit while being cancelled
 class _Live:
     """The trio side of one running task; never stored."""
 
-    scope: trio.CancelScope = field(default_factory=trio.CancelScope)
+    scope: trio.CancelScope | None = None  # the task nursery's, once it runs
+    cancelled: bool = False  # a cancel that arrived before the task first ran
     done: trio.Event = field(default_factory=trio.Event)
     parked: dict[str, trio.MemorySendChannel[Any]] = field(default_factory=dict)
 
@@ -120,30 +121,30 @@ class TaskRunner:
             finally:
                 self._nursery = None
 
-    async def start(
+    def start(
         self, record: TaskRecord, work: Work, answered: Mapping[str, Any] | None = None
     ) -> None:
-        """Start ``work`` for an already stored task; returns once it is running."""
-        await self.nursery.start(self._run, record, work, dict(answered or {}))
+        """Start ``work`` for an already stored task, as a child of the runner nursery.
 
-    async def _run(
-        self,
-        record: TaskRecord,
-        work: Work,
-        answered: dict[str, Any],
-        *,
-        task_status: trio.TaskStatus[None],
-    ) -> None:
+        The task is registered before this returns, so a ``tasks/cancel`` that arrives before
+        it first runs still reaches it.
+        """
         live = _Live()
         self._live[record.task_id] = live
+        self.nursery.start_soon(self._run, record, work, dict(answered or {}), live)
+
+    async def _run(
+        self, record: TaskRecord, work: Work, answered: dict[str, Any], live: _Live
+    ) -> None:
         outcome: Event = Cancelled("Task stopped before it finished")
         try:
             async with trio.open_nursery() as task_nursery:  # the task's own nursery and scope
                 live.scope = task_nursery.cancel_scope
+                if live.cancelled:
+                    live.scope.cancel()
                 if record.ttl_ms is not None:  # work never outlives the task's TTL
                     deadline_ms = record.created_ms + record.ttl_ms - self.now_ms()
                     live.scope.deadline = trio.current_time() + deadline_ms / 1000
-                task_status.started()
                 handle = TaskHandle(self, record.task_id, live, answered)
                 try:
                     outcome = Completed(dict(await work(handle)))
@@ -198,6 +199,8 @@ class TaskRunner:
         live = self._live.get(task_id)
         if live is None:
             return
-        live.scope.cancel()
+        live.cancelled = True
+        if live.scope is not None:
+            live.scope.cancel()
         with trio.move_on_after(CANCEL_WAIT_SECONDS):
             await live.done.wait()
