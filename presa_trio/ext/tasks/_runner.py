@@ -140,8 +140,8 @@ class TaskRunner:
         try:
             async with trio.open_nursery() as task_nursery:  # the task's own nursery and scope
                 live.scope = task_nursery.cancel_scope
-                if live.cancelled:
-                    live.scope.cancel()
+                if live.cancelled:  # cancelled before it ever ran: the work never starts
+                    return
                 if record.ttl_ms is not None:  # work never outlives the task's TTL
                     deadline_ms = record.created_ms + record.ttl_ms - self.now_ms()
                     live.scope.deadline = trio.current_time() + deadline_ms / 1000
