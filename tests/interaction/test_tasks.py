@@ -512,3 +512,18 @@ async def test_testing_client_task_helpers(env: tuple[Client, TasksExtension]) -
     assert (await client.get_task(other))["status"] == "cancelled"
     with pytest.raises(AssertionError):
         await client.create_task("plain")
+
+
+async def test_the_reaper_deletes_expired_tasks(
+    world: World, clock: FakeClock, mock_clock: trio.testing.MockClock
+) -> None:
+    mock_clock.autojump_threshold = 0
+    server, ext = build(world, clock, ttl_ms=10_000, reap_interval=60)
+    async with open_client(server, capabilities=WITH_TASKS) as client:
+        task_id = await create(client, "sleepy", {"seconds": 0})
+        await settle(client, task_id)
+        await trio.sleep(61)  # a reaper pass: nothing has expired yet
+        assert await ext.store.count() == 1
+        clock.now += 10  # createdAt + ttlMs has passed
+        await trio.sleep(60)  # the next pass deletes it
+        assert await ext.store.count() == 0
