@@ -124,7 +124,6 @@ class Dispatcher:
     ) -> None:
         """Answer one request through ``responder``; never raises except ``Cancelled``."""
         status = 200
-        method: Method | None = None
         try:
             method, meta = self.admit(request, headers)
             ctx = Context(
