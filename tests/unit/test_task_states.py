@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from task_records import record
 
 from presa_trio.ext.tasks._states import (
     TERMINAL,
@@ -32,17 +33,7 @@ PROPS = settings(max_examples=300, deadline=None, database=None)
 
 
 def rec(**changes: Any) -> TaskRecord:
-    base = TaskRecord(
-        task_id="t-1",
-        scope="s",
-        tool="deploy",
-        status=Status.WORKING,
-        created_ms=T0,
-        updated_ms=T0,
-        ttl_ms=60_000,
-        poll_interval_ms=1_000,
-    )
-    return replace(base, **changes)
+    return record(**changes)
 
 
 def asking(*keys: str) -> InputRequested:

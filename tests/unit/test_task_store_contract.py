@@ -12,6 +12,7 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
+from task_records import record
 
 from presa_trio.ext.tasks._states import (
     Cancelled,
@@ -44,17 +45,7 @@ def store(store_factory: StoreFactory) -> TaskStore:
 
 
 def rec(task_id: str = "t-1", **changes: Any) -> TaskRecord:
-    base = TaskRecord(
-        task_id=task_id,
-        scope="s",
-        tool="deploy",
-        status=Status.WORKING,
-        created_ms=T0,
-        updated_ms=T0,
-        ttl_ms=60_000,
-        poll_interval_ms=1_000,
-    )
-    return replace(base, **changes)
+    return record(task_id, **changes)
 
 
 def done(task: TaskRecord) -> TaskRecord:

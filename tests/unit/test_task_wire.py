@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from task_records import record
 
 from presa_trio.ext.tasks._states import Status, TaskRecord
 from presa_trio.ext.tasks._wire import EXTENSION_ID, creation, detailed, iso, notification
@@ -32,17 +32,7 @@ FORBIDDEN_IN_CREATION = {
 
 
 def rec(**changes: Any) -> TaskRecord:
-    base = TaskRecord(
-        task_id="t-1",
-        scope="s",
-        tool="deploy",
-        status=Status.WORKING,
-        created_ms=T0,
-        updated_ms=T0 + 1_000,
-        ttl_ms=60_000,
-        poll_interval_ms=2_000,
-    )
-    return replace(base, **changes)
+    return record(created_ms=T0, **{"updated_ms": T0 + 1_000, "poll_interval_ms": 2_000, **changes})
 
 
 def full(status: Status) -> TaskRecord:
