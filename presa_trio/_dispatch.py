@@ -90,6 +90,8 @@ class Dispatcher:
         if header_version is not None:
             routing.check_protocol_version_matches(header_version, meta.protocol_version)
         dialect.check_version(meta, self.server.supported_versions)
+        if self.server.extensions:
+            self._negotiate(meta)
         if headers is not None:
             routing.check_method(headers, request.method)
         method = self.methods.get(request.method)
@@ -157,6 +159,15 @@ class Dispatcher:
         if self.server.validate_outbound and "error" in message:
             self._check_error(message)
         await responder.finish(message, status)
+
+    def _negotiate(self, meta: dialect.RequestMeta) -> None:
+        """Per-request extension negotiation: each declared extension checks its settings."""
+        declared = meta.client_capabilities.get("extensions")
+        if not isinstance(declared, Mapping):
+            return
+        for extension in self.server.extensions:
+            if extension.id in declared:
+                extension.negotiate(declared[extension.id])
 
     @staticmethod
     def _binding(method: Method, ctx: Context) -> str:

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
+from .errors import InvalidParams
+
 if TYPE_CHECKING:
     from ._context import Context
     from ._dispatch import Method
@@ -30,6 +32,15 @@ class Extension:
     def settings(self) -> dict[str, Any]:
         """The settings object advertised for this extension in ``server/discover``."""
         return {}
+
+    def negotiate(self, settings: object) -> None:
+        """Check the settings a request declared for this extension, on every such request.
+
+        Called during admission, after the core ``_meta`` checks and before method lookup;
+        raise an ``McpError`` to refuse the request. The default accepts any settings object.
+        """
+        if not isinstance(settings, Mapping):
+            raise InvalidParams(f"Settings for extension {self.id} must be an object")
 
     def methods(self, server: Server) -> Iterable[Method]:
         """Request methods this extension routes (validated and gated like core ones)."""

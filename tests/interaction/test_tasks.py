@@ -527,3 +527,18 @@ async def test_the_reaper_deletes_expired_tasks(
         clock.now += 10  # createdAt + ttlMs has passed
         await trio.sleep(60)  # the next pass deletes it
         assert await ext.store.count() == 0
+
+
+async def test_extension_settings_are_negotiated_per_request(
+    env: tuple[Client, TasksExtension],
+) -> None:
+    client, _ = env
+    client.validate = False  # the capability value is deliberately not an object
+    caps = {"extensions": {EXTENSION_ID: "yes please"}}
+    with pytest.raises(RpcError) as caught:
+        await client.request("tools/list", capabilities=caps)
+    assert (caught.value.code, caught.value.status) == (-32602, 400)
+    future = {"extensions": {EXTENSION_ID: {"someFutureSetting": True}}}
+    assert (await client.call_tool("sleepy", {"seconds": 0}, capabilities=future))[
+        "resultType"
+    ] == "task"
