@@ -7,11 +7,12 @@ protocol logic of its own.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import importlib
 import logging
+import signal
 import sys
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 DESCRIPTION = """\
@@ -108,11 +109,11 @@ def _server_of(target: Any) -> Any:
 def serve(args: argparse.Namespace) -> int:
     import trio
 
-    logging.basicConfig(
-        stream=sys.stderr,
-        level=args.log_level.upper(),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    handler = logging.StreamHandler(sys.stderr)  # stdout is for MCP messages only
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    presa_logger = logging.getLogger("presa_trio")
+    presa_logger.addHandler(handler)
+    presa_logger.setLevel(args.log_level.upper())
     server = _server_of(load_target(args.target))
     if args.stdio:
         from ._transports.stdio import serve_stdio
@@ -129,9 +130,21 @@ def serve(args: argparse.Namespace) -> int:
     print(
         f"presa-trio: serving {server.name} at http://{config.bind[0]}{args.path}", file=sys.stderr
     )
-    with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is the way to stop it
-        trio.run(hypercorn_serve, app, config)
+    trio.run(partial(hypercorn_serve, app, config, shutdown_trigger=_until_stopped))
     return 0
+
+
+async def _until_stopped() -> None:
+    """Return at the first SIGINT or SIGTERM: hypercorn then shuts down gracefully.
+
+    Handled explicitly (not as KeyboardInterrupt) so the server also stops cleanly when it
+    was started with SIGINT ignored, as background jobs are.
+    """
+    import trio
+
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async for _ in signals:
+            return
 
 
 def validate(args: argparse.Namespace) -> int:

@@ -87,7 +87,7 @@ def test_serve_rejects_a_bad_target() -> None:
 
 @pytest.fixture
 def cli_http_port() -> Iterator[int]:
-    """`presa-trio serve examples.weather:server --http 127.0.0.1:PORT`, stopped with Ctrl-C."""
+    """`presa-trio serve examples.weather:server --http 127.0.0.1:PORT`, stopped by a signal."""
     port = free_port()
     command = [
         sys.executable,
@@ -108,9 +108,9 @@ def cli_http_port() -> Iterator[int]:
     try:
         yield port
     finally:
-        os.killpg(process.pid, signal.SIGINT)
+        os.killpg(process.pid, signal.SIGTERM)
         try:
-            assert process.wait(timeout=10) == 0  # Ctrl-C is a clean stop
+            assert process.wait(timeout=10) == 0  # SIGTERM (or Ctrl-C) is a clean stop
         finally:
             if process.poll() is None:
                 os.killpg(process.pid, signal.SIGKILL)
