@@ -7,6 +7,7 @@ response stream; it never sends a request to the client (wire §13.3).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -19,6 +20,8 @@ from .errors import InvalidParams, MissingCapability
 
 if TYPE_CHECKING:
     from ._server import Server
+
+logger = logging.getLogger("presa_trio")
 
 Notify = Callable[[dict[str, Any]], Awaitable[None]]
 InputRequests = Mapping[str, Mapping[str, Any]]
@@ -111,13 +114,17 @@ class Context:
     ) -> None:
         """Report progress on this request's stream; a no-op unless it sent a progressToken.
 
-        ``progress`` must increase from one call to the next (spec basic/patterns/progress).
+        ``progress`` must increase from one call to the next (spec basic/patterns/progress): a
+        value that does not is dropped with a warning rather than failing the request.
         """
         token = self.meta.progress_token
         if token is None:
             return
         if self._last_progress is not None and progress <= self._last_progress:
-            raise ValueError(f"progress must increase: {progress} after {self._last_progress}")
+            logger.warning(
+                "progress %s after %s dropped: it must increase", progress, self._last_progress
+            )
+            return
         self._last_progress = progress
         params: dict[str, Any] = {"progressToken": token, "progress": progress}
         if total is not None:

@@ -375,3 +375,21 @@ async def test_unadvertised_methods_are_not_found(user: Client) -> None:
                 else None,
             )
         assert (caught.value.code, caught.value.status) == (-32601, 404)
+
+
+async def test_progress_that_does_not_increase_is_dropped(caplog: pytest.LogCaptureFixture) -> None:
+    server = Server("p", validate_outbound=True)
+
+    @server.tool()
+    async def wobbly(ctx: Context) -> str:
+        """Reports progress badly."""
+        for value in (1, 3, 3, 2, 4):
+            await ctx.progress(value)
+        return "done"
+
+    async with open_client(server) as client:
+        message = client.message("tools/call", {"name": "wobbly"}, meta={"progressToken": 1})
+        result = await client.send(message)
+    assert [n["params"]["progress"] for n in result.notifications] == [1, 3, 4]
+    assert result.response is not None and result.response["result"]["content"][0]["text"] == "done"
+    assert "must increase" in caplog.text
