@@ -35,9 +35,8 @@ class RoutingHeaders:
     def __init__(self, raw: Iterable[tuple[bytes, bytes]]) -> None:
         values: dict[str, list[bytes]] = {}
         for name, value in raw:
-            key = name.decode("latin-1").lower()
-            if key.startswith("mcp-"):
-                values.setdefault(key, []).append(value)
+            if name[:4].lower() == b"mcp-":  # decode only the few names we care about
+                values.setdefault(name.decode("latin-1").lower(), []).append(value)
         self._values = values
 
     def get(self, name: str) -> str | None:
@@ -54,10 +53,12 @@ class RoutingHeaders:
         return None if value is None else decode_value(name, value)
 
 
+_VISIBLE = re.compile(rb"[\t\x20-\x7e]*")
+
+
 def _visible_ascii(name: str, raw: bytes) -> str:
-    for byte in raw:
-        if byte != 0x09 and not 0x20 <= byte <= 0x7E:
-            raise HeaderMismatch(f"Header {name} has characters outside visible ASCII")
+    if not _VISIBLE.fullmatch(raw):
+        raise HeaderMismatch(f"Header {name} has characters outside visible ASCII")
     return raw.decode("ascii")
 
 
