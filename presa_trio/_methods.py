@@ -7,6 +7,8 @@ the dispatcher's; what is served is the server's registry.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import inspect
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -29,9 +31,26 @@ KEEPALIVE_SECONDS = 15.0
 MAX_COMPLETIONS = 100
 
 
-def core_methods(server: Server) -> list[Method]:
-    from ._server import page
+def page(items: list[Any], cursor: object, size: int | None) -> tuple[list[Any], str | None]:
+    """Cut one page from a sorted list; the cursor is an opaque encoding of the offset."""
+    start = 0
+    if cursor is not None and cursor != "":
+        try:
+            start = int(base64.urlsafe_b64decode(str(cursor).encode()).decode().removeprefix("o:"))
+        except (ValueError, binascii.Error, UnicodeDecodeError):
+            raise InvalidParams("Invalid cursor") from None
+        if not 0 <= start <= len(items):
+            raise InvalidParams("Invalid cursor")
+    if size is None:
+        return items[start:], None
+    end = start + size
+    next_cursor = (
+        base64.urlsafe_b64encode(f"o:{end}".encode()).decode() if end < len(items) else None
+    )
+    return items[start:end], next_cursor
 
+
+def core_methods(server: Server) -> list[Method]:
     def cacheable(result: dict[str, Any], cursor_next: str | None) -> dict[str, Any]:
         if cursor_next is not None:
             result["nextCursor"] = cursor_next

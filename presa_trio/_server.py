@@ -7,8 +7,6 @@ I/O itself: transports (``asgi_app``, stdio) feed it messages.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import inspect
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -19,6 +17,7 @@ import trio
 from . import _typeschema
 from ._dispatch import Dispatcher
 from ._extensions import Extension
+from ._methods import core_methods
 from ._registry import (
     Completer,
     Handler,
@@ -33,7 +32,6 @@ from ._request_state import DEFAULT_TTL_SECONDS, KeyRing, StateSealer
 from ._schema import Schemas
 from ._subscriptions import SubscriptionBus, flag_event, resource_updated_event
 from ._wire import dialect
-from .errors import InvalidParams
 
 F = TypeVar("F", bound=Handler)
 
@@ -97,8 +95,6 @@ class Server:
         self.sealer = StateSealer(state_keys, state_ttl)
         self.dispatcher = Dispatcher(self)
         self._background: trio.Nursery | None = None
-        from ._methods import core_methods
-
         for method in core_methods(self):
             self.dispatcher.add(method)
 
@@ -327,22 +323,3 @@ class Server:
         from ._transports.asgi import AsgiApp
 
         return AsgiApp(self, **options)
-
-
-def page(items: list[Any], cursor: object, size: int | None) -> tuple[list[Any], str | None]:
-    """Cut one page from a sorted list; the cursor is an opaque encoding of the offset."""
-    start = 0
-    if cursor is not None and cursor != "":
-        try:
-            start = int(base64.urlsafe_b64decode(str(cursor).encode()).decode().removeprefix("o:"))
-        except (ValueError, binascii.Error, UnicodeDecodeError):
-            raise InvalidParams("Invalid cursor") from None
-        if not 0 <= start <= len(items):
-            raise InvalidParams("Invalid cursor")
-    if size is None:
-        return items[start:], None
-    end = start + size
-    next_cursor = (
-        base64.urlsafe_b64encode(f"o:{end}".encode()).decode() if end < len(items) else None
-    )
-    return items[start:end], next_cursor
