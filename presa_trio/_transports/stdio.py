@@ -148,7 +148,8 @@ async def serve_stdio(
             async with trio.open_nursery() as requests:
                 async for line in _lines(stdin, max_line):
                     await _handle(session, requests, line)
-                with trio.move_on_after(grace):  # EOF: let in-flight requests finish, bounded
+                server.bus.close()  # EOF: listen streams end now, with their final result
+                with trio.move_on_after(grace):  # other in-flight requests finish, bounded
                     await session.idle.wait()
                 requests.cancel_scope.cancel()
 

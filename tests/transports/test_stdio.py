@@ -266,3 +266,20 @@ def test_the_transport_never_prints() -> None:
 
     source = Path(__file__).resolve().parents[2] / "presa_trio" / "_transports" / "stdio.py"
     assert "print(" not in source.read_text()
+
+
+async def test_eof_ends_listen_streams_at_once(mock_clock: trio.testing.MockClock) -> None:
+    mock_clock.autojump_threshold = 0
+    to_server, server_in = trio.testing.memory_stream_one_way_pair()
+    server_out, from_server = trio.testing.memory_stream_one_way_pair()
+    peer = Peer(to_server, from_server)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(lambda: serve_stdio(build_server(), stdin=server_in, stdout=server_out))
+        await peer.request(
+            "sub", "subscriptions/listen", {"notifications": {"toolsListChanged": True}}
+        )
+        await peer.receive()  # the acknowledgement
+        await to_server.aclose()
+        final = await peer.response("sub")
+        assert final["result"]["resultType"] == "complete"
+    assert trio.current_time() < 1  # no grace period was needed
