@@ -169,11 +169,11 @@ class Dispatcher:
             if extension.id in declared:
                 extension.negotiate(declared[extension.id])
 
-    @staticmethod
-    def _binding(method: Method, ctx: Context) -> str:
-        """What a round's ``requestState`` is bound to: method, name/uri, arguments."""
+    def _binding(self, method: Method, ctx: Context) -> str:
+        """What a round's ``requestState`` is bound to: method, name/uri, arguments, principal."""
         name = ctx.params.get(method.name_param) if method.name_param else None
-        return binding_digest(method.name, name, ctx.params.get("arguments"))
+        principal = self.server.principal(ctx) if self.server.principal is not None else ""
+        return binding_digest(method.name, name, ctx.params.get("arguments"), principal)
 
     def _resume(self, method: Method, ctx: Context) -> None:
         """Verify a retry's ``requestState`` onto ``ctx`` (-32602 if it does not verify)."""

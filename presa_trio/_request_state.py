@@ -35,9 +35,11 @@ def _unb64(text: str) -> bytes:
     return data
 
 
-def binding_digest(method: str, name: object, arguments: object) -> str:
-    """What a state is bound to: the method, the name/uri and the canonical arguments."""
-    canonical = json.dumps([method, name, arguments], sort_keys=True, separators=(",", ":"))
+def binding_digest(method: str, name: object, arguments: object, principal: str = "") -> str:
+    """What a state is bound to: method, name/uri, canonical arguments and the principal."""
+    canonical = json.dumps(
+        [method, name, arguments, principal], sort_keys=True, separators=(",", ":")
+    )
     return _b64(hashlib.sha256(canonical.encode()).digest()[:16])
 
 

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 import trio
 
 from . import _typeschema
+from ._context import Context
 from ._dispatch import Dispatcher
 from ._extensions import Extension
 from ._methods import core_methods
@@ -67,6 +68,7 @@ class Server:
         schemas: Schemas | None = None,
         state_keys: KeyRing | None = None,
         state_ttl: float = DEFAULT_TTL_SECONDS,
+        principal: Callable[[Context], str] | None = None,
     ) -> None:
         if cache_scope not in ("public", "private"):
             raise ValueError("cache_scope must be 'public' or 'private'")
@@ -93,6 +95,9 @@ class Server:
         self.extensions: list[Extension] = []
         self.bus = SubscriptionBus()
         self.sealer = StateSealer(state_keys, state_ttl)
+        # Who is asking (from your authentication), so a requestState issued to one principal
+        # is refused for another (wire §10.4). None: every request is the same principal.
+        self.principal = principal
         self.dispatcher = Dispatcher(self)
         self._background: trio.Nursery | None = None
         for method in core_methods(self):

@@ -315,3 +315,16 @@ async def test_input_required_outside_the_allow_list_is_an_internal_error() -> N
         with pytest.raises(RpcError) as caught:
             await client.request("x/ask")
         assert caught.value.code == -32603
+
+
+async def test_state_is_bound_to_the_principal() -> None:
+    server = build_server()
+    server.principal = lambda ctx: str((ctx.meta.client_info or {}).get("name", ""))
+    async with open_client(server) as client:
+        state = await first_state(client, TAMPERED)
+        client.client_info = {"name": "mallory", "version": "1"}
+        with pytest.raises(RpcError) as caught:
+            await retry(client, TAMPERED, state)
+        assert caught.value.code == -32602
+        client.client_info = {"name": "presa-trio-testing", "version": "1"}
+        assert (await retry(client, TAMPERED, state))["resultType"] == "complete"
