@@ -542,3 +542,24 @@ async def test_extension_settings_are_negotiated_per_request(
     assert (await client.call_tool("sleepy", {"seconds": 0}, capabilities=future))[
         "resultType"
     ] == "task"
+
+
+async def test_scope_defaults_to_the_servers_principal(world: World, clock: FakeClock) -> None:
+    server = Server("p", principal=_principal)
+    ext = TasksExtension(clock=clock)
+    server.add_extension(ext)
+
+    @server.tool(options={"tasks": "optional"})
+    async def wait() -> str:
+        """Waits."""
+        await trio.sleep(3600)
+        return "never"
+
+    async with open_client(server, capabilities=WITH_TASKS) as client:
+        task_id = await create(client, "wait")
+        client.client_info = {"name": "eve", "version": "1"}
+        with pytest.raises(RpcError):
+            await get(client, task_id)
+        client.client_info = {"name": "presa-trio-testing", "version": "1"}
+        assert (await get(client, task_id))["status"] == "working"
+        await client.request("tasks/cancel", {"taskId": task_id})

@@ -54,7 +54,8 @@ class TasksExtension(Extension):
     Give a tool a policy with ``@server.tool(options={"tasks": "optional"})``: ``"sync"`` (the
     default), ``"optional"`` (a task when the request declares the extension), ``"required"``
     (-32021 otherwise), or a function ``(ctx, arguments) -> policy``. ``scope(ctx)`` names the
-    principal a task belongs to; another scope's task is indistinguishable from an unknown one.
+    principal a task belongs to (default: the server's ``principal``); another scope's task is
+    indistinguishable from an unknown one.
     """
 
     id = _wire.EXTENSION_ID
@@ -67,7 +68,7 @@ class TasksExtension(Extension):
         poll_interval_ms: int | None = 250,
         limits: Limits | None = None,
         max_input_bytes: int = 262_144,
-        scope: Callable[[Context], str] = lambda ctx: "",
+        scope: Callable[[Context], str] | None = None,
         reap_interval: float = 60.0,
         clock: Callable[[], float] = time.time,
     ) -> None:
@@ -78,11 +79,18 @@ class TasksExtension(Extension):
         self.poll_interval_ms = poll_interval_ms
         self.limits = limits if limits is not None else Limits()
         self.max_input_bytes = max_input_bytes
-        self.scope = scope
+        self._scope = scope
         self.reap_interval = reap_interval
         self.clock = clock
         self.server: Server | None = None
         self.runner = TaskRunner(self.store, self.now_ms, self._publish)
+
+    def scope(self, ctx: Context) -> str:
+        """The principal a task belongs to: ``scope(ctx)``, else the server's ``principal``."""
+        if self._scope is not None:
+            return self._scope(ctx)
+        principal = ctx.server.principal
+        return principal(ctx) if principal is not None else ""
 
     def now_ms(self) -> int:
         return int(self.clock() * 1000)
