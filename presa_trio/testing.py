@@ -99,7 +99,7 @@ class _Exchange:
         self.started = trio.Event()
         self.status = 0
         self.headers: dict[str, str] = {}
-        self.chunks_send, self.chunks = trio.open_memory_channel[bytes](1000)
+        self.chunks_send, self.chunks = trio.open_memory_channel[bytes](64)
 
     async def receive(self) -> dict[str, Any]:
         if self._body is not None:
@@ -115,7 +115,7 @@ class _Exchange:
             self.started.set()
         elif message["type"] == "http.response.body":
             if message.get("body"):
-                self.chunks_send.send_nowait(message["body"])
+                await self.chunks_send.send(message["body"])  # backpressure, never drop
             if not message.get("more_body", False):
                 self.chunks_send.close()
 
