@@ -10,6 +10,7 @@ import base64
 import inspect
 import json
 import re
+import typing
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -59,7 +60,7 @@ class Signature:
                 var_keyword = True
             elif param.kind is param.VAR_POSITIONAL:
                 continue
-            elif hints.get(param.name) is Context:
+            elif _is_context(param, hints):
                 context_param = param.name
             else:
                 names.add(param.name)
@@ -85,12 +86,18 @@ def _is_async(fn: Handler) -> bool:
 
 
 def _safe_hints(fn: Handler) -> dict[str, Any]:
-    import typing
-
     try:
         return typing.get_type_hints(fn)
-    except Exception:
+    except Exception:  # unresolvable hints: fall back to the raw annotations
         return {}
+
+
+def _is_context(param: inspect.Parameter, hints: Mapping[str, Any]) -> bool:
+    """Annotated ``Context`` (also as an unresolved string, e.g. under TYPE_CHECKING)."""
+    if hints.get(param.name) is Context:
+        return True
+    annotation = param.annotation
+    return isinstance(annotation, str) and annotation.rsplit(".", 1)[-1] == "Context"
 
 
 @dataclass(slots=True)
@@ -340,7 +347,7 @@ def prompt_arguments(fn: Handler) -> list[dict[str, Any]]:
     hints = _safe_hints(fn)
     found: list[dict[str, Any]] = []
     for param in inspect.signature(fn).parameters.values():
-        if hints.get(param.name) is Context or param.kind in (
+        if _is_context(param, hints) or param.kind in (
             param.VAR_KEYWORD,
             param.VAR_POSITIONAL,
         ):

@@ -393,3 +393,16 @@ async def test_progress_that_does_not_increase_is_dropped(caplog: pytest.LogCapt
     assert [n["params"]["progress"] for n in result.notifications] == [1, 3, 4]
     assert result.response is not None and result.response["result"]["content"][0]["text"] == "done"
     assert "must increase" in caplog.text
+
+
+async def test_context_is_found_even_when_hints_do_not_resolve() -> None:
+    server = Server("hints")
+
+    @server.tool(input_schema={"type": "object", "properties": {"n": {"type": "integer"}}})
+    def odd(ctx: Context, n: Unresolvable) -> str:  # type: ignore[name-defined]  # noqa: F821
+        """Annotations that typing cannot resolve."""
+        return f"{ctx.method} {n}"
+
+    async with open_client(server) as client:
+        result = await client.call_tool("odd", {"n": 3})
+    assert result["content"] == [{"type": "text", "text": "tools/call 3"}]
