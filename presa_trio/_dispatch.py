@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ._context import Context
 from ._mrtr import InputRequired
 from ._request_state import binding_digest
+from ._schema import error_definition
 from ._wire import dialect
 from ._wire import headers as routing
 from ._wire.jsonrpc import Request, RequestId, error_message, result_message
@@ -28,12 +29,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger("presa_trio")
 
 MethodHandler = Callable[[Context, dict[str, Any]], Awaitable[dict[str, Any]]]
-
-_TYPED_ERRORS = {
-    -32020: "HeaderMismatchError",
-    -32021: "MissingRequiredClientCapabilityError",
-    -32022: "UnsupportedProtocolVersionError",
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,7 +220,7 @@ class Dispatcher:
             raise InternalError("Server produced an invalid result")
 
     def _check_error(self, message: dict[str, Any]) -> None:
-        definition = _TYPED_ERRORS.get(message["error"]["code"], "JSONRPCErrorResponse")
+        definition = error_definition(message["error"]["code"])
         violations = self.server.schemas.violations(definition, message)
         if violations:  # our own bug: say so loudly, still answer
             logger.error("invalid error response: %s", violations)

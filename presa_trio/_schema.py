@@ -15,6 +15,24 @@ from importlib import resources
 from typing import Any
 
 SCHEMA_VERSION = "2026-07-28"
+
+# Error responses the schema types by code; every other error is a plain JSONRPCErrorResponse.
+ERROR_DEFINITIONS = {
+    -32020: "HeaderMismatchError",
+    -32021: "MissingRequiredClientCapabilityError",
+    -32022: "UnsupportedProtocolVersionError",
+}
+
+
+def error_definition(code: object) -> str:
+    """The ``$def`` an error response with ``code`` must satisfy."""
+    return (
+        ERROR_DEFINITIONS.get(code, "JSONRPCErrorResponse")
+        if isinstance(code, int)
+        else ("JSONRPCErrorResponse")
+    )
+
+
 _DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
 
@@ -122,6 +140,14 @@ class Schemas:
     def request_definitions(self) -> dict[str, str]:
         """Map each core client request method to its request ``$def``."""
         return self._methods_of("ClientRequest")
+
+    def result_definitions(self) -> dict[str, str]:
+        """Map each core request method to its result ``$def`` (``XRequest`` -> ``XResult``)."""
+        return {
+            method: definition.removesuffix("Request") + "Result"
+            for method, definition in self.request_definitions().items()
+            if definition.removesuffix("Request") + "Result" in self.definitions
+        }
 
     def notification_definitions(self) -> dict[str, str]:
         """Map each core server notification method to its ``$def``."""

@@ -12,26 +12,9 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ._schema import Schemas
+from ._schema import Schemas, error_definition
 
 CLIENT, SERVER = "client", "server"
-TYPED_ERRORS = {
-    -32020: "HeaderMismatchError",
-    -32021: "MissingRequiredClientCapabilityError",
-    -32022: "UnsupportedProtocolVersionError",
-}
-RESULTS = {
-    "server/discover": "DiscoverResult",
-    "tools/list": "ListToolsResult",
-    "tools/call": "CallToolResult",
-    "resources/list": "ListResourcesResult",
-    "resources/templates/list": "ListResourceTemplatesResult",
-    "resources/read": "ReadResourceResult",
-    "prompts/list": "ListPromptsResult",
-    "prompts/get": "GetPromptResult",
-    "completion/complete": "CompleteResult",
-    "subscriptions/listen": "SubscriptionsListenResult",
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +37,7 @@ class CaptureChecker:
         self.schemas = schemas if schemas is not None else Schemas()
         self.requests = self.schemas.request_definitions()
         self.server_notifications = self.schemas.notification_definitions()
+        self.results = self.schemas.result_definitions()
         self.pending: dict[Any, str] = {}  # request id -> method, from client lines
         self.lines = 0
 
@@ -98,14 +82,14 @@ class CaptureChecker:
             ), message
         if "error" in message:
             code = message["error"].get("code") if isinstance(message["error"], dict) else None
-            return TYPED_ERRORS.get(code, "JSONRPCErrorResponse"), message  # type: ignore[arg-type]
+            return error_definition(code), message
         if "result" in message and isinstance(message["result"], dict):
             request_method = self.pending.pop(message.get("id"), None)
             result = message["result"]
             if result.get("resultType") == "input_required":
                 return "InputRequiredResult", result
-            if result.get("resultType") == "complete" and request_method in RESULTS:
-                return RESULTS[request_method], result
+            if result.get("resultType") == "complete" and request_method in self.results:
+                return self.results[request_method], result
             return "JSONRPCResultResponse", message
         return "JSONRPCMessage", message
 

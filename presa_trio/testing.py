@@ -17,7 +17,7 @@ from typing import Any
 
 import trio
 
-from ._schema import Schemas
+from ._schema import Schemas, error_definition
 from ._server import Server
 from ._transports.asgi import AsgiApp
 from ._wire.dialect import (
@@ -288,15 +288,7 @@ class Client:
                 self._notifications.get(message["method"], "JSONRPCNotification"), message
             )
         elif "error" in message:
-            code = message["error"].get("code")
-            self._violations(
-                {
-                    -32020: "HeaderMismatchError",
-                    -32021: "MissingRequiredClientCapabilityError",
-                    -32022: "UnsupportedProtocolVersionError",
-                }.get(code, "JSONRPCErrorResponse"),
-                message,
-            )
+            self._violations(error_definition(message["error"].get("code")), message)
         else:
             self._violations("JSONRPCResultResponse", message)
             result = message["result"]
