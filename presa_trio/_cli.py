@@ -95,13 +95,11 @@ def load_target(spec: str) -> Any:
     return target
 
 
-def _server_of(target: Any) -> Any:
+def _servable(target: Any) -> Any:
     from ._server import Server
     from ._transports.asgi import AsgiApp
 
-    if isinstance(target, AsgiApp):
-        return target.server
-    if isinstance(target, Server):
+    if isinstance(target, Server | AsgiApp):
         return target
     raise SystemExit(f"presa-trio: {type(target).__name__} is not a presa_trio Server")
 
@@ -109,16 +107,18 @@ def _server_of(target: Any) -> Any:
 def serve(args: argparse.Namespace) -> int:
     import trio
 
+    from ._transports.asgi import AsgiApp
+
     handler = logging.StreamHandler(sys.stderr)  # stdout is for MCP messages only
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     presa_logger = logging.getLogger("presa_trio")
     presa_logger.addHandler(handler)
     presa_logger.setLevel(args.log_level.upper())
-    server = _server_of(load_target(args.target))
+    target = _servable(load_target(args.target))
     if args.stdio:
         from ._transports.stdio import serve_stdio
 
-        trio.run(serve_stdio, server)
+        trio.run(serve_stdio, target)
         return 0
     from hypercorn.config import Config
     from hypercorn.trio import serve as hypercorn_serve
@@ -126,16 +126,17 @@ def serve(args: argparse.Namespace) -> int:
     config = Config()
     config.bind = [args.http or "127.0.0.1:8000"]
     config.accesslog = None
-    app = server.asgi_app(path=args.path)
-    print(
-        f"presa-trio: serving {server.name} at http://{config.bind[0]}{args.path}", file=sys.stderr
-    )
-    trio.run(partial(hypercorn_serve, app, config, shutdown_trigger=_until_stopped))
+    app: Any = target if isinstance(target, AsgiApp) else target.asgi_app(path=args.path)
+    print(f"presa-trio: serving at http://{config.bind[0]}{app.path}", file=sys.stderr)
+    stopped = partial(_until_stopped, app)
+    trio.run(partial(hypercorn_serve, app, config, shutdown_trigger=stopped))
     return 0
 
 
-async def _until_stopped() -> None:
-    """Return at the first SIGINT or SIGTERM: hypercorn then shuts down gracefully.
+async def _until_stopped(app: Any) -> None:
+    """Return at the first SIGINT or SIGTERM, after draining the app: listen streams end with
+    their final result and no new tasks are admitted before hypercorn's graceful timeout
+    starts, so nothing is cut off by it.
 
     Handled explicitly (not as KeyboardInterrupt) so the server also stops cleanly when it
     was started with SIGINT ignored, as background jobs are.
@@ -144,6 +145,7 @@ async def _until_stopped() -> None:
 
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async for _ in signals:
+            app.begin_draining()
             return
 
 

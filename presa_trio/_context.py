@@ -2,32 +2,40 @@
 
 A ``Context`` lives exactly as long as one request (wire §2: nothing is remembered between
 requests). It carries request-scoped notifications (progress, log) to the request's own
-response stream; it never sends a request to the client (wire §13.3).
+response stream and asks the client for input with one verb, ``await ctx.input(...)``; it
+never sends a request to the client (wire §13.3). The run it belongs to is ``ctx.runtime``.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import Any, final
 
-from ._mrtr import RESPONSE_DEFINITIONS, InputRequired, can_ask, check_askable
+import trio
+
+from ._mrtr import InputRequired, can_ask, check_askable, check_responses
+from ._runtime import Runtime
+from ._schema import Schemas
 from ._wire import dialect
 from ._wire.dialect import RequestMeta
 from ._wire.headers import RoutingHeaders
 from ._wire.jsonrpc import RequestId, notification_message
-from .errors import InvalidParams, MissingCapability
-
-if TYPE_CHECKING:
-    from ._server import Server
+from .errors import MissingCapability
 
 logger = logging.getLogger("presa_trio")
 
 Notify = Callable[[dict[str, Any]], Awaitable[None]]
 InputRequests = Mapping[str, Mapping[str, Any]]
 InputProvider = Callable[["Context", InputRequests], Awaitable[dict[str, Any]]]
+PrincipalOf = Callable[["Context"], str]
 
 
+async def _nowhere(message: dict[str, Any]) -> None:
+    """Where a detached context's notifications go: a task has no stream (SEP-2663)."""
+
+
+@final
 class Context:
     """Everything a tool, resource or prompt handler may know about its request.
 
@@ -38,9 +46,11 @@ class Context:
     __slots__ = (
         "_last_progress",
         "_notify",
+        "_principal",
+        "_principal_of",
+        "_provide",
         "extras",
         "headers",
-        "input_provider",
         "input_responses",
         "keepalive",
         "meta",
@@ -48,26 +58,31 @@ class Context:
         "params",
         "request_id",
         "round",
-        "server",
+        "runtime",
+        "schemas",
         "state",
     )
 
     def __init__(
         self,
-        server: Server,
         request_id: RequestId,
         method: str,
         params: Mapping[str, Any],
         meta: RequestMeta,
-        notify: Notify,
+        *,
+        runtime: Runtime,
+        schemas: Schemas,
+        notify: Notify = _nowhere,
         headers: RoutingHeaders | None = None,
         keepalive: Callable[[], Awaitable[None]] | None = None,
+        principal_of: PrincipalOf | None = None,
     ) -> None:
-        self.server = server
         self.request_id = request_id
         self.method = method
         self.params = params
         self.meta = meta
+        self.runtime = runtime
+        self.schemas = schemas
         self._notify = notify
         # The HTTP routing headers (None on stdio): tools/call checks Mcp-Param-* with them.
         self.headers = headers
@@ -77,17 +92,27 @@ class Context:
         self.input_responses: Mapping[str, Any] = responses if isinstance(responses, dict) else {}
         self.state: Mapping[str, Any] | None = None
         self.round = 0
-        # Who answers ``await ctx.input(...)``: None means an MRTR round (this request ends
-        # input_required); an extension running the handler detached (a task) parks instead.
-        self.input_provider: InputProvider | None = None
+        # Who answers ``await ctx.input(...)`` instead of an MRTR round (a task parks there).
+        self._provide: InputProvider | None = None
+        self._principal_of = principal_of
+        self._principal: str | None = None
         self._last_progress: float | None = None
         # Per-request scratch space for extensions and middleware; dies with the request.
         self.extras: dict[str, Any] = {}
+
+    # ------------------------------------------------------------------ who is asking
 
     @property
     def capabilities(self) -> Mapping[str, Any]:
         """This request's client capabilities (never an earlier request's)."""
         return self.meta.client_capabilities
+
+    @property
+    def principal(self) -> str:
+        """Who is asking, by the server's ``principal`` function ("" when it has none)."""
+        if self._principal is None:
+            self._principal = self._principal_of(self) if self._principal_of is not None else ""
+        return self._principal
 
     def has_capability(self, *path: str) -> bool:
         """``ctx.has_capability("elicitation", "url")`` is True when declared on this request."""
@@ -96,14 +121,15 @@ class Context:
     def require_capability(self, *path: str) -> None:
         """Raise -32021 (HTTP 400) unless this request declared the capability at ``path``."""
         if not self.has_capability(*path):
-            required: dict[str, Any] = {}
-            node = required
-            for key in path:
-                node[key] = {}
-                node = node[key]
             raise MissingCapability(
-                f"This request requires the {'.'.join(path)} capability", required
+                f"This request requires the {'.'.join(path)} capability", dialect.nested(*path)
             )
+
+    def service(self, extension: Any) -> Any:
+        """The service ``extension`` (or its id) started for this run."""
+        return self.runtime.service(extension)
+
+    # ------------------------------------------------------------------ the way back
 
     async def notify(self, message: dict[str, Any]) -> None:
         """Send a raw notification on this request's own stream (validated when on)."""
@@ -119,11 +145,13 @@ class Context:
         """
         token = self.meta.progress_token
         if token is None:
+            await trio.lowlevel.checkpoint()
             return
         if self._last_progress is not None and progress <= self._last_progress:
             logger.warning(
                 "progress %s after %s dropped: it must increase", progress, self._last_progress
             )
+            await trio.lowlevel.checkpoint()
             return
         self._last_progress = progress
         params: dict[str, Any] = {"progressToken": token, "progress": progress}
@@ -142,6 +170,7 @@ class Context:
         if level not in dialect.LOG_LEVELS:
             raise ValueError(f"unknown log level {level!r}")
         if not dialect.log_enabled(self.meta, level):
+            await trio.lowlevel.checkpoint()
             return
         params: dict[str, Any] = {"level": level, "data": data}
         if logger is not None:
@@ -154,60 +183,55 @@ class Context:
         """True when this request's client declared what ``request`` needs (wire §10.5)."""
         return can_ask(self.meta.client_capabilities, request)
 
-    def ask(
-        self,
-        requests: Mapping[str, Mapping[str, Any]] | None = None,
-        *,
-        state: Mapping[str, Any] | None = None,
-    ) -> NoReturn:
-        """End this round with ``input_required``: the client answers and retries.
-
-        Raises -32021 instead if the client did not declare a capability a request needs;
-        check ``can_ask`` first to degrade gracefully. ``state`` comes back on the retry as
-        ``ctx.state``, verified.
-        """
-        check_askable(self.meta.client_capabilities, requests or {})
-        raise InputRequired(requests, state)
-
-    def answers(
-        self,
-        requests: Mapping[str, Mapping[str, Any]],
-        *,
-        state: Mapping[str, Any] | None = None,
-    ) -> dict[str, Any]:
-        """The client's answers to ``requests``; asks for whichever are still missing.
-
-        Each answer is checked against the result type of its request (-32602 if it is not,
-        say, an ``ElicitResult``). Unknown extra answers are ignored (wire §10.3).
-        """
-        found: dict[str, Any] = {}
-        missing: dict[str, Mapping[str, Any]] = {}
-        for key, request in requests.items():
-            response = self.input_responses.get(key)
-            if response is None:
-                missing[key] = request
-                continue
-            definition = RESPONSE_DEFINITIONS[request["method"]]
-            violations = self.server.schemas.violations(definition, response)
-            if violations:
-                raise InvalidParams(
-                    f"inputResponses.{key} is not a valid {definition}: {violations[0]}"
-                )
-            found[key] = response
-        if missing:
-            self.ask(missing, state=state)
-        return found
-
     async def input(
         self, requests: InputRequests, *, state: Mapping[str, Any] | None = None
     ) -> dict[str, Any]:
-        """Get the client's answers to ``requests``, however this handler is running.
+        """The client's answers to ``requests``, however this handler is running.
 
-        In an ordinary request this is ``answers``: missing answers end the request with
-        ``input_required`` and the retry brings them. When the handler runs as a task, the
-        task parks until ``tasks/update`` delivers them. Write tools that may become tasks
-        with ``await ctx.input(...)``.
+        In an ordinary request, answers the retry brought are returned (each checked against
+        its request's result type, -32602 if it is not one); when some are missing, this
+        round ends with ``input_required`` and the client retries with them. ``state`` comes
+        back on that retry, verified, as ``ctx.state``. A request the client has no
+        capability for raises -32021 instead; check ``can_ask`` first to degrade gracefully.
+
+        When the handler runs as a task, the task parks here until ``tasks/update`` delivers
+        the answers. Either way, write ``answers = await ctx.input({...})``.
+
+        Ending a round raises ``InputRequired``, a ``BaseException``: an ``except Exception``
+        in your tool does not catch it, so never wrap this call in ``except BaseException``.
         """
-        if self.input_provider is not None:
-            return await self.input_provider(self, requests)
-        return self.answers(requests, state=state)
+        if self._provide is not None:
+            return await self._provide(self, requests)
+        await trio.lowlevel.checkpoint()
+        found = {k: self.input_responses[k] for k in requests if k in self.input_responses}
+        check_responses(self.schemas, requests, found)
+        missing = {k: v for k, v in requests.items() if k not in found}
+        if missing:
+            check_askable(self.meta.client_capabilities, missing)
+            raise InputRequired(missing, state)
+        return found
+
+    # ------------------------------------------------------------------ detaching
+
+    def detached(self, provide: InputProvider) -> Context:
+        """A context for work that outlives this request (a task, SEP-2663 §5.3).
+
+        Same client facts and the same run; no way back to the request: notifications go
+        nowhere, and ``input`` is answered by ``provide`` instead of an MRTR round. It keeps
+        nothing of the request's responder, headers or MRTR round alive.
+        """
+        params = {
+            k: v for k, v in self.params.items() if k not in ("inputResponses", "requestState")
+        }
+        other = Context(
+            self.request_id,
+            self.method,
+            params,
+            self.meta,
+            runtime=self.runtime,
+            schemas=self.schemas,
+            principal_of=self._principal_of,
+        )
+        other._principal = self._principal
+        other._provide = provide
+        return other

@@ -1,54 +1,44 @@
-"""The dispatcher: admits a request, runs its handler, and is the ONE place errors become responses.
+"""The dispatcher: admits a request, runs its handler, and is the ONE place errors become
+responses (spec 2026-07-28 basic/index.mdx; wire §3, §10, §12).
 
 Admission follows wire §12.3 (headers, ``_meta``, version, method, ``Mcp-Name``, params
-against the schema ``$def``); then the handler runs with a ``Context``. Every ``McpError``
-turns into a JSON-RPC error with its HTTP status here; anything else is logged and answered
--32603 without detail. Transports supply a ``Responder`` and never build errors themselves.
+against the schema ``$def``, required client capabilities); then the handler runs with a
+``Context``. On the way out every result gets its ``resultType`` and ``serverInfo`` here, and
+every error its JSON-RPC shape and HTTP status: an ``McpError`` as it is, anything else logged
+and answered -32603 without detail. Transports hand over rejections they decide themselves
+(``refuse``) and never build an error message. It holds no per-run state: that is the
+``Runtime`` each request arrives with.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import Any, Protocol, final
 
+from ._boundary import protocol_error
 from ._context import Context
+from ._extensions import Extension
 from ._mrtr import InputRequired
-from ._request_state import binding_digest
-from ._schema import error_definition
+from ._request_state import StateSealer, binding_digest
+from ._routes import Route
+from ._runtime import Runtime
+from ._schema import Schemas, error_definition
+from ._served import Settings
 from ._wire import dialect
 from ._wire import headers as routing
 from ._wire.jsonrpc import Request, RequestId, error_message, result_message
-from .errors import InternalError, InvalidParams, McpError, MethodNotFound
-
-if TYPE_CHECKING:
-    from ._server import Server
+from .errors import (
+    InternalError,
+    InvalidParams,
+    McpError,
+    MethodNotFound,
+    MissingCapability,
+    ServiceUnavailable,
+)
 
 logger = logging.getLogger("presa_trio")
-
-MethodHandler = Callable[[Context, dict[str, Any]], Awaitable[dict[str, Any]]]
-
-
-@dataclass(frozen=True, slots=True)
-class Method:
-    """A routable request method and what the dispatcher must check around it.
-
-    ``request_def``/``result_def`` name schema ``$defs``; ``name_param`` is the params key that
-    ``Mcp-Name`` mirrors; ``input_required`` says whether MRTR results are allowed (wire §10).
-    ``available`` gates the method on what the server advertises (-32601 when False).
-    """
-
-    name: str
-    handler: MethodHandler
-    request_def: str | None = None
-    result_def: str | None = None
-    name_param: str | None = None
-    input_required: bool = False
-    available: Callable[[], bool] = lambda: True
-    # Extra admission step after params validation (e.g. an extension's capability gate).
-    gate: Callable[[dialect.RequestMeta, dict[str, Any]], None] | None = None
 
 
 class Responder(Protocol):
@@ -64,168 +54,221 @@ class Responder(Protocol):
         """Send the final response; ``status`` is the HTTP status if no stream started yet."""
 
 
+@final
 class Dispatcher:
-    def __init__(self, server: Server) -> None:
-        self.server = server
-        self.methods: dict[str, Method] = {}
+    """Routes one server's requests. Built once per server from its routes, schemas, settings
+    and extensions; each request brings the ``Runtime`` of the run that serves it."""
 
-    def add(self, method: Method) -> None:
-        if method.name in self.methods:
-            raise ValueError(f"method {method.name!r} is already routed")
-        self.methods[method.name] = method
+    def __init__(
+        self,
+        routes: Iterable[Route],
+        *,
+        schemas: Schemas,
+        settings: Settings,
+        extensions: Sequence[Extension] = (),
+    ) -> None:
+        self.schemas = schemas
+        self.settings = settings
+        self._extensions = extensions
+        self._notification_defs = schemas.notification_definitions()
+        self._routes: dict[str, Route] = {}
+        for route in routes:
+            self.add(route)
+
+    @property
+    def routes(self) -> Mapping[str, Route]:
+        """The method table: every routed method by name."""
+        return self._routes
+
+    def add(self, route: Route) -> None:
+        if route.name in self._routes:
+            raise ValueError(f"method {route.name!r} is already routed")
+        self._routes[route.name] = route
+
+    # ------------------------------------------------------------------ admission
 
     def admit(
         self, request: Request, headers: routing.RoutingHeaders | None
-    ) -> tuple[Method, dialect.RequestMeta]:
-        """Run the admission ladder of wire §12.3 (steps 5-12); raise the first failure."""
+    ) -> tuple[Route, dialect.RequestMeta]:
+        """Run the admission ladder of wire §12.3 (steps 5-14); raise the first failure."""
         header_version = None
         if headers is not None:
             header_version = routing.check_protocol_version_present(headers)
         meta = dialect.read_meta(request.params)
         if header_version is not None:
             routing.check_protocol_version_matches(header_version, meta.protocol_version)
-        dialect.check_version(meta, self.server.supported_versions)
-        if self.server.extensions:
+        dialect.check_version(meta, self.settings.supported_versions)
+        if self._extensions:
             self._negotiate(meta)
         if headers is not None:
             routing.check_method(headers, request.method)
-        method = self.methods.get(request.method)
-        if method is None or not method.available():
+        route = self._routes.get(request.method)
+        if route is None or not route.available():
             raise MethodNotFound(f"Method not found: {request.method}")
         params: dict[str, Any] = request.params
-        if headers is not None and method.name_param is not None:
-            routing.check_name(headers, params.get(method.name_param))
-        if method.request_def is not None and self.server.validate_inbound:
-            message = {
-                "jsonrpc": "2.0",
-                "id": request.id,
-                "method": request.method,
-                "params": params,
-            }
-            violations = self.server.schemas.violations(method.request_def, message)
+        if headers is not None and route.name_param is not None:
+            routing.check_name(headers, params.get(route.name_param))
+        if route.request_def is not None and self.settings.validate_inbound:
+            message: dict[str, Any] = {"jsonrpc": "2.0", "id": request.id}
+            message["method"], message["params"] = request.method, params
+            violations = self.schemas.violations(route.request_def, message)
             if violations:
                 first = violations[0]
                 raise InvalidParams(
                     f"Invalid params: {first.pointer or '/'}: {first.message}",
                     {"pointer": first.pointer},
                 )
-        if method.gate is not None:
-            method.gate(meta, params)
-        return method, meta
-
-    async def serve(
-        self,
-        request: Request,
-        headers: routing.RoutingHeaders | None,
-        responder: Responder,
-    ) -> None:
-        """Answer one request through ``responder``; never raises except ``Cancelled``."""
-        status = 200
-        try:
-            method, meta = self.admit(request, headers)
-            ctx = Context(
-                self.server,
-                request.id,
-                request.method,
-                request.params,
-                meta,
-                self._checked_notify(responder),
-                headers,
-                responder.keepalive,
-            )
-            if method.input_required:
-                if "requestState" in request.params:
-                    self._resume(method, ctx)
-                try:
-                    result = await method.handler(ctx, request.params)
-                except InputRequired as asked:
-                    binding = self._binding(method, ctx)
-                    result = self._input_required(asked, binding, ctx.round + 1)
-            else:
-                result = await method.handler(ctx, request.params)
-            message = result_message(request.id, result)
-            self._check_result(method, message)
-        except McpError as exc:
-            message, status = error_message(request.id, exc), exc.http_status
-        except Exception:
-            logger.exception("unhandled error in %s", request.method)
-            error = InternalError("Internal error")
-            message, status = error_message(request.id, error), error.http_status
-        if self.server.validate_outbound and "error" in message:
-            self._check_error(message)
-        await responder.finish(message, status)
+        if route.requires is not None and not dialect.declares(
+            meta.client_capabilities, route.requires
+        ):
+            raise MissingCapability("Missing required client capability", dict(route.requires))
+        return route, meta
 
     def _negotiate(self, meta: dialect.RequestMeta) -> None:
         """Per-request extension negotiation: each declared extension checks its settings."""
         declared = meta.client_capabilities.get("extensions")
         if not isinstance(declared, Mapping):
             return
-        for extension in self.server.extensions:
+        for extension in self._extensions:
             if extension.id in declared:
                 extension.negotiate(declared[extension.id])
 
-    def _binding(self, method: Method, ctx: Context) -> str:
-        """What a round's ``requestState`` is bound to: method, name/uri, arguments, principal."""
-        name = ctx.params.get(method.name_param) if method.name_param else None
-        principal = self.server.principal(ctx) if self.server.principal is not None else ""
-        return binding_digest(method.name, name, ctx.params.get("arguments"), principal)
+    # ------------------------------------------------------------------ serving
 
-    def _resume(self, method: Method, ctx: Context) -> None:
+    async def serve(
+        self,
+        request: Request,
+        headers: routing.RoutingHeaders | None,
+        responder: Responder,
+        runtime: Runtime | None,
+    ) -> None:
+        """Answer one request through ``responder``; raises nothing but cancellation."""
+        try:
+            if runtime is None:
+                raise ServiceUnavailable("Server is not running: its lifespan has not started")
+            result = await self._run(request, headers, responder, runtime)
+            message, status = result_message(request.id, result), 200
+        except BaseException as exc:
+            error = self._error_of(exc, request.method)
+            message, status = error_message(request.id, error), error.http_status
+        if "error" in message and self.settings.validate_outbound:
+            self._check_error(message)
+        await responder.finish(message, status)
+
+    async def refuse(
+        self, error: McpError, request_id: RequestId | None, responder: Responder
+    ) -> None:
+        """Answer a rejection a transport decided before dispatch (a parse error, a body too
+        large, a forbidden Host): same shape, same outbound check, as every other error."""
+        message = error_message(request_id, error)
+        if self.settings.validate_outbound:
+            self._check_error(message)
+        await responder.finish(message, error.http_status)
+
+    async def _run(
+        self,
+        request: Request,
+        headers: routing.RoutingHeaders | None,
+        responder: Responder,
+        runtime: Runtime,
+    ) -> dict[str, Any]:
+        route, meta = self.admit(request, headers)
+        ctx = Context(
+            request.id,
+            request.method,
+            request.params,
+            meta,
+            runtime=runtime,
+            schemas=self.schemas,
+            notify=self._checked_notify(responder),
+            headers=headers,
+            keepalive=responder.keepalive,
+            principal_of=self.settings.principal,
+        )
+        if not route.input_required:
+            result = await route.handler(ctx, request.params)
+        else:
+            if "requestState" in request.params:
+                self._resume(route, ctx, runtime.sealer)
+            try:
+                result = await route.handler(ctx, request.params)
+            except InputRequired as asked:
+                result = self._input_required(route, ctx, asked, runtime.sealer)
+        self._finish(result)
+        self._check_result(route, result)
+        return result
+
+    def _error_of(self, exc: BaseException, method: str) -> McpError:
+        """The error to answer for ``exc``; cancellation (and anything not an ``Exception``)
+        is re-raised, also when it arrived in a group together with errors. An input request
+        that reaches here (from a method that cannot ask, or from a child task) is a bug."""
+        return protocol_error(exc, f"handling {method}", also=(InputRequired,), log=logger)
+
+    # ------------------------------------------------------------------ results
+
+    def _finish(self, result: dict[str, Any]) -> None:
+        """Stamp a result on its way out: ``resultType`` (default ``complete``, wire §3.2)
+        and ``serverInfo`` in a ``_meta`` of its own (wire §3.3)."""
+        result.setdefault("resultType", dialect.COMPLETE)
+        meta = result.get("_meta")
+        stamped = {dialect.META_SERVER_INFO: self.settings.server_info}
+        result["_meta"] = stamped if meta is None else {**stamped, **meta}
+
+    def _binding(self, route: Route, ctx: Context) -> str:
+        """What a round's ``requestState`` is bound to: method, name/uri, arguments, principal."""
+        name = ctx.params.get(route.name_param) if route.name_param else None
+        return binding_digest(route.name, name, ctx.params.get("arguments"), ctx.principal)
+
+    def _resume(self, route: Route, ctx: Context, sealer: StateSealer) -> None:
         """Verify a retry's ``requestState`` onto ``ctx`` (-32602 if it does not verify)."""
         token = ctx.params["requestState"]
-        unsealed = self.server.sealer.unseal(
-            token, binding=self._binding(method, ctx), now=time.time()
-        )
+        unsealed = sealer.unseal(token, binding=self._binding(route, ctx), now=time.time())
         ctx.state, ctx.round = unsealed.data, unsealed.round
 
-    def _input_required(self, asked: InputRequired, binding: str, round: int) -> dict[str, Any]:
+    def _input_required(
+        self, route: Route, ctx: Context, asked: InputRequired, sealer: StateSealer
+    ) -> dict[str, Any]:
         result: dict[str, Any] = {"resultType": dialect.INPUT_REQUIRED}
         if asked.requests:
             result["inputRequests"] = asked.requests
-        result["requestState"] = self.server.sealer.seal(
-            asked.state, binding=binding, round=round, now=time.time()
+        result["requestState"] = sealer.seal(
+            asked.state, binding=self._binding(route, ctx), round=ctx.round + 1, now=time.time()
         )
-        return self.server.stamp(result)
+        return result
+
+    # ------------------------------------------------------------------ outbound checks
 
     def _checked_notify(self, responder: Responder) -> Callable[[dict[str, Any]], Awaitable[None]]:
-        if not self.server.validate_outbound:
+        if not self.settings.validate_outbound:
             return responder.notify
-        definitions = self.server.notification_definitions
+        definitions = self._notification_defs
 
         async def notify(message: dict[str, Any]) -> None:
             definition = definitions.get(message["method"], "JSONRPCNotification")
-            violations = self.server.schemas.violations(definition, message)
+            violations = self.schemas.violations(definition, message)
             if violations:
                 raise InternalError(f"Server built an invalid notification: {violations[0]}")
             await responder.notify(message)
 
         return notify
 
-    def _check_result(self, method: Method, message: Mapping[str, Any]) -> None:
-        if not self.server.validate_outbound:
+    def _check_result(self, route: Route, result: Mapping[str, Any]) -> None:
+        if not self.settings.validate_outbound:
             return
-        result = message["result"]
         result_type = result.get("resultType")
         if result_type == dialect.INPUT_REQUIRED:
-            if not method.input_required:
-                raise InternalError(f"{method.name} cannot answer input_required")
             definition = "InputRequiredResult"
-        elif result_type == dialect.COMPLETE and method.result_def is not None:
-            definition = method.result_def
+        elif result_type == dialect.COMPLETE and route.result_def is not None:
+            definition = route.result_def
         else:
             definition = "Result"
-        violations = self.server.schemas.violations(definition, result)
+        violations = self.schemas.violations(definition, result)
         if violations:
-            logger.error("invalid %s result dropped: %s", method.name, violations)
+            logger.error("invalid %s result dropped: %s", route.name, violations)
             raise InternalError("Server produced an invalid result")
 
     def _check_error(self, message: dict[str, Any]) -> None:
         definition = error_definition(message["error"]["code"])
-        violations = self.server.schemas.violations(definition, message)
+        violations = self.schemas.violations(definition, message)
         if violations:  # our own bug: say so loudly, still answer
             logger.error("invalid error response: %s", violations)
-
-
-def request_id_of(message: Mapping[str, Any]) -> RequestId | None:
-    value = message.get("id")
-    return value if isinstance(value, int | str) and not isinstance(value, bool) else None

@@ -1,33 +1,74 @@
 """Generic hooks through which protocol extensions plug into a server (spec basic/versioning).
 
 An extension can add request methods, wrap ``tools/call``, advertise settings under
-``capabilities.extensions``, run background work in the server's lifespan nursery, and accept
-its own keys in a ``subscriptions/listen`` filter. The core never names any extension.
+``capabilities.extensions``, start a service for each run, and accept its own keys in a
+``subscriptions/listen`` filter. What it may touch of the server is its ``ExtensionContext``
+and nothing else. The core never names any extension.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, ClassVar, final
 
 import trio
 
+from ._bus import BusEvent
+from ._context import Context
+from ._mrtr import check_responses
+from ._registry import Registry, Tool
+from ._routes import Route
+from ._runtime import Runtime
+from ._schema import Schemas
 from .errors import InvalidParams
 
-if TYPE_CHECKING:
-    from ._context import Context
-    from ._dispatch import Method
-    from ._registry import Tool
-    from ._server import Server
+CallNext = Callable[[Context, Tool, Mapping[str, Any]], Awaitable[dict[str, Any]]]
 
-CallTool = Callable[["Context", "Tool", Mapping[str, Any]], Awaitable[dict[str, Any]]]
+
+@final
+class ExtensionContext:
+    """What an extension may use of its server and of one run.
+
+    It is handed to ``Extension.serve`` when a run starts; keep it in the service you start.
+    """
+
+    __slots__ = ("_registry", "_runtime", "schemas")
+
+    def __init__(self, runtime: Runtime, registry: Registry, schemas: Schemas) -> None:
+        self._runtime = runtime
+        self._registry = registry
+        self.schemas = schemas
+
+    def publish(
+        self, method: str, params: Mapping[str, Any], *, key: str, value: str | None = None
+    ) -> int:
+        """Send a notification to this run's listen streams whose filter selects it.
+
+        ``key`` is the filter key (one of ``filter_keys``); with ``value``, the filter's list
+        under ``key`` must contain it, otherwise the filter's flag must be true.
+        """
+        return self._runtime.publish(BusEvent(method, params, key, value))
+
+    def tool(self, name: str) -> Tool | None:
+        return self._registry.tools.get(name)
+
+    @property
+    def draining(self) -> trio.Event:
+        """Set when the run begins shutting down: stop admitting new work."""
+        return self._runtime.draining
+
+    def check_input_responses(
+        self, requests: Mapping[str, Mapping[str, Any]], responses: Mapping[str, Any]
+    ) -> None:
+        """Raise -32602 if an answer is not its input request's result type (wire §10.3)."""
+        check_responses(self.schemas, requests, responses)
 
 
 class Extension:
     """Subclass and override the hooks you need; every default is a no-op."""
 
     #: The extension identifier advertised in ``capabilities.extensions`` (prefix required).
-    id: str = ""
+    id: ClassVar[str] = ""
 
     def settings(self) -> dict[str, Any]:
         """The settings object advertised for this extension in ``server/discover``."""
@@ -42,19 +83,24 @@ class Extension:
         if not isinstance(settings, Mapping):
             raise InvalidParams(f"Settings for extension {self.id} must be an object")
 
-    def methods(self, server: Server) -> Iterable[Method]:
-        """Request methods this extension routes (validated and gated like core ones)."""
+    def routes(self) -> Iterable[Route]:
+        """Request methods this extension serves (validated and gated like core ones)."""
         return ()
 
     async def call_tool(
-        self, ctx: Context, tool: Tool, arguments: Mapping[str, Any], call_next: CallTool
+        self, ctx: Context, tool: Tool, arguments: Mapping[str, Any], call_next: CallNext
     ) -> dict[str, Any]:
         """Wrap ``tools/call`` after the tool is found and its headers checked."""
         return await call_next(ctx, tool, arguments)
 
-    async def serve(self, server: Server, *, task_status: trio.TaskStatus[None]) -> None:
-        """Background work owned by the server's lifespan nursery; cancelled at shutdown."""
-        task_status.started()
+    async def serve(self, context: ExtensionContext, *, task_status: trio.TaskStatus[Any]) -> None:
+        """This extension's service for one run, in the run's background nursery.
+
+        Call ``task_status.started(service)``; handlers find ``service`` for their run with
+        ``ctx.service(extension)``. It is cancelled at shutdown. An error raised before
+        ``started`` fails startup; one raised after it is logged and ends only this service.
+        """
+        task_status.started(None)
 
     def filter_keys(self) -> frozenset[str]:
         """``subscriptions/listen`` filter keys this extension understands."""

@@ -1,9 +1,9 @@
 """Multi round-trip requests: asking the client for input by answering ``input_required``.
 
-A handler raises ``InputRequired`` (usually through ``Context.ask``); the dispatcher turns it
-into an ``InputRequiredResult`` with a sealed ``requestState`` (wire §10). The retry is a new,
+``await ctx.input(...)`` raises ``InputRequired`` when answers are missing; the dispatcher turns
+it into an ``InputRequiredResult`` with a sealed ``requestState`` (wire §10). The retry is a new,
 independent request: its responses and verified state reach the handler on its ``Context``.
-This module never sends a request to the client: servers don't (wire §1.1).
+Pure rules only: this module never sends a request to the client (servers don't, wire §1.1).
 """
 
 from __future__ import annotations
@@ -11,7 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .errors import MissingCapability
+from ._schema import Schemas
+from ._wire.dialect import declares
+from .errors import InvalidParams, MissingCapability
 
 __all__ = ["InputRequired", "elicit", "elicit_url", "list_roots", "sample"]
 
@@ -23,10 +25,12 @@ RESPONSE_DEFINITIONS = {
 }
 
 
-class InputRequired(Exception):
+class InputRequired(BaseException):
     """Ends this round: the client must answer ``requests`` and retry.
 
-    ``state`` is handler data to get back, verified, on the retry (``Context.state``).
+    ``state`` is handler data to get back, verified, on the retry (``Context.state``). It is a
+    control-flow signal, not an error: it derives from ``BaseException`` (like
+    ``trio.Cancelled``) so that a tool's own ``except Exception`` cannot swallow it.
     """
 
     def __init__(
@@ -92,25 +96,13 @@ def required_capability(request: Mapping[str, Any]) -> dict[str, Any]:
     raise ValueError(f"{method!r} is not an input request (elicitation, sampling or roots)")
 
 
-def _declared(capabilities: Mapping[str, Any], needed: Mapping[str, Any]) -> bool:
-    for key, sub in needed.items():
-        have = capabilities.get(key)
-        if not isinstance(have, Mapping):
-            return False
-        if key == "elicitation" and not sub and have and "form" not in have:
-            return False  # {} means form only; a client listing modes must list "form"
-        if sub and not _declared(have, sub):
-            return False
-    return True
-
-
 def _merge(into: dict[str, Any], more: Mapping[str, Any]) -> None:
     for key, value in more.items():
         _merge(into.setdefault(key, {}), value)
 
 
 def can_ask(capabilities: Mapping[str, Any], request: Mapping[str, Any]) -> bool:
-    return _declared(capabilities, required_capability(request))
+    return declares(capabilities, required_capability(request))
 
 
 def check_askable(
@@ -120,7 +112,27 @@ def check_askable(
     missing: dict[str, Any] = {}
     for request in requests.values():
         needed = required_capability(request)
-        if not _declared(capabilities, needed):
+        if not declares(capabilities, needed):
             _merge(missing, needed)
     if missing:
         raise MissingCapability("Input requests need undeclared client capabilities", missing)
+
+
+def check_responses(
+    schemas: Schemas, requests: Mapping[str, Mapping[str, Any]], responses: Mapping[str, Any]
+) -> None:
+    """Raise -32602 for the first answer that is not its request's result type (wire §10.3).
+
+    Answers to keys that were not asked for are ignored here; callers decide about those.
+    """
+    for key, request in requests.items():
+        if key not in responses:
+            continue
+        definition = RESPONSE_DEFINITIONS.get(str(request.get("method")))
+        if definition is None:
+            continue
+        violations = schemas.violations(definition, responses[key])
+        if violations:
+            raise InvalidParams(
+                f"inputResponses.{key} is not a valid {definition}: {violations[0]}"
+            )

@@ -1,28 +1,39 @@
-"""What a server serves: tools, resources, resource templates and prompts, and how to call them.
+"""What a server serves: the ``Registry`` of tools, resources, resource templates, prompts and
+completers, and how each entry is called (spec 2026-07-28 server/tools.mdx, resources.mdx,
+prompts.mdx, utilities/completion.mdx).
 
-Each entry knows its wire description and how to turn a handler's return value into the
-wire result. Method routing, admission and errors-to-responses live in the dispatcher.
+Each entry knows its wire description and calls its handler through its ``Signature``; what a
+return value becomes is ``_results``'. Routing, admission and errors-to-responses live in the
+dispatcher; the decorators that fill a registry live on ``Server``.
 """
 
 from __future__ import annotations
 
-import base64
 import inspect
-import json
 import re
-import typing
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, final
 
 import jsonschema_rs
+import trio
 
-from . import _typeschema
 from ._context import Context
+from ._results import (
+    ToolResult,
+    call_result,
+    content_of,
+    contents_of,
+    error_result,
+    messages_of,
+    structured_result,
+)
+from ._signature import Handler, Signature
+from ._typeschema import to_jsonable
 from ._wire.headers import HeaderParam, header_params_of
-from .errors import InvalidParams, McpError, ToolError
+from .errors import InternalError, InvalidParams, ToolError
 
-Handler = Callable[..., Any]
+MAX_COMPLETIONS = 100
 
 _TOOL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 
@@ -39,69 +50,15 @@ def compile_argument_schema(schema: Mapping[str, Any]) -> Any:
         raise ValueError(f"invalid inputSchema: {exc}") from None
 
 
-@dataclass(slots=True)
-class Signature:
-    """How to call a handler: which parameter takes the Context, which take arguments."""
-
-    fn: Handler
-    context_param: str | None
-    names: frozenset[str]
-    var_keyword: bool
-    is_async: bool
-
-    @classmethod
-    def of(cls, fn: Handler) -> Signature:
-        hints = _safe_hints(fn)
-        context_param = None
-        names: set[str] = set()
-        var_keyword = False
-        for param in inspect.signature(fn).parameters.values():
-            if param.kind is param.VAR_KEYWORD:
-                var_keyword = True
-            elif param.kind is param.VAR_POSITIONAL:
-                continue
-            elif _is_context(param, hints):
-                context_param = param.name
-            else:
-                names.add(param.name)
-        return cls(fn, context_param, frozenset(names), var_keyword, _is_async(fn))
-
-    async def call(self, ctx: Context, arguments: Mapping[str, Any]) -> Any:
-        if self.var_keyword:
-            kwargs = dict(arguments)
-        else:
-            kwargs = {k: v for k, v in arguments.items() if k in self.names}
-        if self.context_param is not None:
-            kwargs[self.context_param] = ctx
-        result = self.fn(**kwargs)
-        if self.is_async:
-            result = await result
-        return result
-
-
-def _is_async(fn: Handler) -> bool:
-    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
-        getattr(fn, "__call__", None)  # noqa: B004 - callable objects with async __call__
-    )
-
-
-def _safe_hints(fn: Handler) -> dict[str, Any]:
-    try:
-        return typing.get_type_hints(fn)
-    except Exception:  # unresolvable hints: fall back to the raw annotations
-        return {}
-
-
-def _is_context(param: inspect.Parameter, hints: Mapping[str, Any]) -> bool:
-    """Annotated ``Context`` (also as an unresolved string, e.g. under TYPE_CHECKING)."""
-    if hints.get(param.name) is Context:
-        return True
-    annotation = param.annotation
-    return isinstance(annotation, str) and annotation.rsplit(".", 1)[-1] == "Context"
-
-
+@final
 @dataclass(slots=True)
 class Tool:
+    """One tool: its wire description, its argument validators and how to call it.
+
+    ``options`` holds settings that extensions read (a task policy); the core ignores them.
+    ``thread`` runs a sync handler in a worker thread (the default; see ``Signature.call``).
+    """
+
     name: str
     description: str
     input_schema: dict[str, Any]
@@ -111,7 +68,8 @@ class Tool:
     annotations: dict[str, Any] | None = None
     icons: list[dict[str, Any]] | None = None
     meta: dict[str, Any] | None = None
-    options: dict[str, Any] = field(default_factory=dict)  # read by extensions
+    options: dict[str, Any] = field(default_factory=dict)
+    thread: bool = True
     header_params: tuple[HeaderParam, ...] = ()
     validator: Any = None
     output_validator: Any = None
@@ -155,7 +113,7 @@ class Tool:
         if errors:
             return error_result("Invalid arguments: " + "; ".join(errors))
         try:
-            value = await self.signature.call(ctx, arguments)
+            value = await self.signature.call(ctx, arguments, thread=self.thread)
         except ToolError as exc:
             return error_result(str(exc) or f"Tool {self.name} failed")
         return self.result_of(value)
@@ -164,62 +122,13 @@ class Tool:
         if isinstance(value, ToolResult):
             return value.to_wire()
         if self.output_schema is not None:
-            structured = _typeschema.to_jsonable(value)
-            errors = list(self.output_validator.iter_errors(structured))
-            if errors:
-                raise McpError(f"Tool {self.name} returned output that violates its outputSchema")
-            return {
-                "resultType": "complete",
-                "content": [{"type": "text", "text": json.dumps(structured, ensure_ascii=False)}],
-                "structuredContent": structured,
-            }
-        return {"resultType": "complete", "content": content_of(value)}
-
-
-@dataclass(slots=True)
-class ToolResult:
-    """A full ``CallToolResult`` when a plain return value is not enough."""
-
-    content: list[dict[str, Any]] = field(default_factory=list)
-    structured: Any = None
-    is_error: bool = False
-    meta: dict[str, Any] | None = None
-
-    def to_wire(self) -> dict[str, Any]:
-        result: dict[str, Any] = {"resultType": "complete", "content": self.content}
-        if self.structured is not None:
-            result["structuredContent"] = _typeschema.to_jsonable(self.structured)
-        if self.is_error:
-            result["isError"] = True
-        if self.meta is not None:
-            result["_meta"] = self.meta
-        return result
-
-
-def error_result(message: str) -> dict[str, Any]:
-    return {
-        "resultType": "complete",
-        "content": [{"type": "text", "text": message}],
-        "isError": True,
-    }
-
-
-def _is_block(value: object) -> bool:
-    return isinstance(value, dict) and isinstance(value.get("type"), str)
-
-
-def content_of(value: Any) -> list[dict[str, Any]]:
-    """Turn a handler's plain return value into content blocks."""
-    if value is None:
-        return []
-    if isinstance(value, str):
-        return [{"type": "text", "text": value}]
-    if _is_block(value):
-        return [value]
-    if isinstance(value, list | tuple) and all(_is_block(v) or isinstance(v, str) for v in value):
-        return [v if isinstance(v, dict) else {"type": "text", "text": v} for v in value]
-    text = json.dumps(_typeschema.to_jsonable(value), ensure_ascii=False)
-    return [{"type": "text", "text": text}]
+            structured = to_jsonable(value)
+            if not self.output_validator.is_valid(structured):
+                raise InternalError(
+                    f"Tool {self.name} returned output that violates its outputSchema"
+                )
+            return structured_result(structured)
+        return call_result(content_of(value))
 
 
 @dataclass(slots=True)
@@ -235,14 +144,14 @@ class Resource:
     meta: dict[str, Any] | None = None
     ttl_ms: int = 0
     cache_scope: str = "private"
+    thread: bool = True
 
     def describe(self) -> dict[str, Any]:
         return _describe({"uri": self.uri, "name": self.name}, self)
 
     async def read(self, ctx: Context, uri: str, variables: Mapping[str, str]) -> dict[str, Any]:
-        value = await self.signature.call(ctx, variables)
+        value = await self.signature.call(ctx, variables, thread=self.thread)
         return {
-            "resultType": "complete",
             "contents": contents_of(value, uri, self.mime_type),
             "ttlMs": self.ttl_ms,
             "cacheScope": self.cache_scope,
@@ -261,26 +170,6 @@ def _describe(wire: dict[str, Any], entry: Resource | ResourceTemplate) -> dict[
         if value is not None:
             wire[key] = value
     return wire
-
-
-def contents_of(value: Any, uri: str, mime_type: str | None) -> list[dict[str, Any]]:
-    def one(item: Any) -> dict[str, Any]:
-        if isinstance(item, dict):
-            return item
-        entry: dict[str, Any] = {"uri": uri}
-        if mime_type is not None:
-            entry["mimeType"] = mime_type
-        if isinstance(item, bytes | bytearray):
-            entry["blob"] = base64.b64encode(item).decode("ascii")
-        elif isinstance(item, str):
-            entry["text"] = item
-        else:
-            entry["text"] = json.dumps(_typeschema.to_jsonable(item), ensure_ascii=False)
-        return entry
-
-    if isinstance(value, list):
-        return [one(v) for v in value]
-    return [one(value)]
 
 
 _TEMPLATE_VAR = re.compile(r"\{([+#]?)([A-Za-z0-9_]+)\}")
@@ -311,6 +200,7 @@ class ResourceTemplate(Resource):
         return None if found is None else found.groupdict()
 
 
+@final
 @dataclass(slots=True)
 class Prompt:
     name: str
@@ -319,6 +209,7 @@ class Prompt:
     arguments: list[dict[str, Any]]
     title: str | None = None
     meta: dict[str, Any] | None = None
+    thread: bool = True
 
     def describe(self) -> dict[str, Any]:
         wire: dict[str, Any] = {"name": self.name}
@@ -337,42 +228,98 @@ class Prompt:
         ]
         if missing:
             raise InvalidParams(f"Missing required prompt argument(s): {', '.join(missing)}")
-        value = await self.signature.call(ctx, arguments)
-        result: dict[str, Any] = {"resultType": "complete", "messages": messages_of(value)}
-        return result
+        value = await self.signature.call(ctx, arguments, thread=self.thread)
+        return {"messages": messages_of(value)}
 
 
-def prompt_arguments(fn: Handler) -> list[dict[str, Any]]:
-    """Prompt arguments from a signature: every non-Context parameter is a string argument."""
-    hints = _safe_hints(fn)
-    found: list[dict[str, Any]] = []
-    for param in inspect.signature(fn).parameters.values():
-        if _is_context(param, hints) or param.kind in (
-            param.VAR_KEYWORD,
-            param.VAR_POSITIONAL,
-        ):
-            continue
-        argument: dict[str, Any] = {"name": param.name}
-        if param.default is param.empty:
-            argument["required"] = True
-        found.append(argument)
-    return found
+@final
+@dataclass(frozen=True, slots=True)
+class Completer:
+    """The completer of one prompt's or resource template's arguments.
 
+    Its function takes ``(argument_name, value, context_arguments)`` and returns an iterable
+    of suggestions (sync functions run in a worker thread unless ``thread`` is false).
+    """
 
-def messages_of(value: Any) -> list[dict[str, Any]]:
-    """A prompt's return value as ``PromptMessage`` objects (one content block each)."""
-    items = value if isinstance(value, list) else [value]
-    messages: list[dict[str, Any]] = []
-    for item in items:
-        if isinstance(item, str):
-            messages.append({"role": "user", "content": {"type": "text", "text": item}})
-        elif isinstance(item, dict) and "role" in item:
-            messages.append(item)
-        elif _is_block(item):
-            messages.append({"role": "user", "content": item})
+    fn: Handler
+    thread: bool = True
+
+    async def complete(
+        self, ctx: Context, name: str, value: str, context: Mapping[str, str]
+    ) -> dict[str, Any]:
+        if inspect.iscoroutinefunction(self.fn):
+            found = await self.fn(name, value, context)
+        elif self.thread:
+            found = await trio.to_thread.run_sync(
+                self.fn,
+                name,
+                value,
+                context,
+                abandon_on_cancel=True,
+                limiter=ctx.runtime.thread_limiter,
+            )
         else:
-            raise TypeError(f"a prompt cannot return {type(item).__name__}")
-    return messages
+            await trio.lowlevel.checkpoint()
+            found = self.fn(name, value, context)
+        if inspect.isawaitable(found):
+            found = await found
+        values = [str(v) for v in found]
+        return {
+            "values": values[:MAX_COMPLETIONS],
+            "total": len(values),
+            "hasMore": len(values) > MAX_COMPLETIONS,
+        }
 
 
-Completer = Callable[[str, str, Mapping[str, str]], Awaitable[Any] | Any]
+@final
+class Registry:
+    """Everything a server serves, by name or URI. Filled by ``Server``'s decorators.
+
+    Each ``add_*`` refuses a duplicate: a second declaration under the same name is a bug,
+    never a silent replacement.
+    """
+
+    def __init__(self) -> None:
+        self.tools: dict[str, Tool] = {}
+        self.resources: dict[str, Resource] = {}
+        self.templates: dict[str, ResourceTemplate] = {}
+        self.prompts: dict[str, Prompt] = {}
+        self.completers: dict[tuple[str, str], Completer] = {}
+
+    def add_tool(self, tool: Tool) -> None:
+        if tool.name in self.tools:
+            raise ValueError(f"tool {tool.name!r} is declared twice")
+        self.tools[tool.name] = tool
+
+    def add_resource(self, entry: Resource) -> None:
+        table: dict[str, Any] = (
+            self.templates if isinstance(entry, ResourceTemplate) else self.resources
+        )
+        if entry.uri in table:
+            raise ValueError(f"resource {entry.uri!r} is declared twice")
+        table[entry.uri] = entry
+
+    def add_prompt(self, prompt: Prompt) -> None:
+        if prompt.name in self.prompts:
+            raise ValueError(f"prompt {prompt.name!r} is declared twice")
+        self.prompts[prompt.name] = prompt
+
+    def add_completer(self, ref: tuple[str, str], completer: Completer) -> None:
+        if ref in self.completers:
+            raise ValueError(f"a completer for {ref[1]!r} is declared twice")
+        self.completers[ref] = completer
+
+    def find_resource(self, uri: str) -> tuple[Resource, dict[str, str]] | None:
+        """The resource at ``uri`` (exact URIs first), with its template variables."""
+        resource = self.resources.get(uri)
+        if resource is not None:
+            return resource, {}
+        for template in self.templates.values():
+            variables = template.match(uri)
+            if variables is not None:
+                return template, variables
+        return None
+
+    @property
+    def serves_resources(self) -> bool:
+        return bool(self.resources or self.templates)

@@ -1,9 +1,9 @@
 """Validators for the vendored 2026-07-28 core schema, compiled per ``$def`` on first use.
 
 The schema ships inside the package (``presa_trio/schema``). Validation runs on
-``jsonschema-rs`` (a compiled validator, ~1 us per request; see the README for the
-measurements); ``jsonschema`` is the fallback when the compiled wheel is unavailable.
-Nothing here knows about methods: callers name the ``$def``.
+``jsonschema-rs``, the one engine at run time (a compiled validator, 200 to 460 times faster
+than the pure-Python ``jsonschema``, which the test suite keeps as the reference it cross-checks
+against; see the README). Nothing here knows about methods: callers name the ``$def``.
 """
 
 from __future__ import annotations
@@ -12,7 +12,9 @@ import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from importlib import resources
-from typing import Any
+from typing import Any, final
+
+import jsonschema_rs
 
 SCHEMA_VERSION = "2026-07-28"
 
@@ -59,61 +61,25 @@ def _pointer(path: Iterator[object] | list[object]) -> str:
 
 
 class _Compiled:
+    """One ``$def`` compiled by ``jsonschema-rs``: a fast yes/no and, on no, the reasons."""
+
     __slots__ = ("errors", "is_valid")
 
-    def __init__(self, is_valid: Callable[[Any], bool], errors: Callable[[Any], Any]) -> None:
-        self.is_valid = is_valid
-        self.errors = errors
-
-
-def _compile_rs(schema: dict[str, Any]) -> _Compiled:
-    import jsonschema_rs
-
-    validator = jsonschema_rs.validator_for(schema, validate_formats=True)
-    return _Compiled(
-        validator.is_valid,
-        lambda instance: [
+    def __init__(self, schema: dict[str, Any]) -> None:
+        validator = jsonschema_rs.validator_for(schema, validate_formats=True)
+        self.is_valid: Callable[[Any], bool] = validator.is_valid
+        self.errors: Callable[[Any], list[tuple[list[object], str]]] = lambda instance: [
             (list(e.instance_path), e.message) for e in validator.iter_errors(instance)
-        ],
-    )
+        ]
 
 
-def _compile_py(schema: dict[str, Any]) -> _Compiled:
-    import jsonschema
-
-    validator = jsonschema.Draft202012Validator(
-        schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER
-    )
-    return _Compiled(
-        validator.is_valid,
-        lambda instance: [
-            (list(e.absolute_path), e.message) for e in validator.iter_errors(instance)
-        ],
-    )
-
-
-BACKENDS: dict[str, Callable[[dict[str, Any]], _Compiled]] = {
-    "jsonschema-rs": _compile_rs,
-    "jsonschema": _compile_py,
-}
-
-
-def default_backend() -> str:
-    try:
-        import jsonschema_rs  # noqa: F401
-    except ImportError:  # pragma: no cover - depends on the platform's wheels
-        return "jsonschema"
-    return "jsonschema-rs"
-
-
+@final
 class Schemas:
     """The core schema of one protocol version, with a validator per ``$def``."""
 
-    def __init__(self, document: dict[str, Any] | None = None, backend: str | None = None):
+    def __init__(self, document: dict[str, Any] | None = None) -> None:
         self.document = document if document is not None else load_document()
         self.definitions: dict[str, Any] = self.document["$defs"]
-        self.backend = backend or default_backend()
-        self._compile = BACKENDS[self.backend]
         self._compiled: dict[str, _Compiled] = {}
 
     def _get(self, definition: str) -> _Compiled:
@@ -122,7 +88,7 @@ class Schemas:
             if definition not in self.definitions:
                 raise KeyError(f"no $def {definition!r} in the schema")
             root = {"$schema": _DIALECT, "$ref": f"#/$defs/{definition}", "$defs": self.definitions}
-            compiled = self._compiled[definition] = self._compile(root)
+            compiled = self._compiled[definition] = _Compiled(root)
         return compiled
 
     def is_valid(self, definition: str, instance: object) -> bool:

@@ -1,40 +1,36 @@
-"""``Server``: the object users declare tools, resources, prompts and completions on.
+"""``Server``: the facade users declare tools, resources, prompts and completions on.
 
-It owns everything a deployment needs (registry, schema validators, the subscription bus,
-extensions, the background nursery), so several servers can live in one process. It does no
-I/O itself: transports (``asgi_app``, stdio) feed it messages.
+It holds the declarations (a ``Registry``), the settings and the extensions, and builds the
+``Dispatcher`` from them once; running it is ``open_runtime()``, which can happen any number
+of times, also at once. It does no I/O itself: transports feed a runtime messages.
 """
 
 from __future__ import annotations
 
 import inspect
+import logging
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, TypeVar
+from typing import Any, TypeVar, final
 
 import trio
 
-from . import _typeschema
+from ._boundary import absorb
 from ._context import Context
+from ._core import core_routes
 from ._dispatch import Dispatcher
-from ._extensions import Extension
-from ._methods import core_methods
-from ._registry import (
-    Completer,
-    Handler,
-    Prompt,
-    Resource,
-    ResourceTemplate,
-    Signature,
-    Tool,
-    prompt_arguments,
-)
+from ._extensions import Extension, ExtensionContext
+from ._registry import Completer, Prompt, Registry, Resource, ResourceTemplate, Tool
 from ._request_state import DEFAULT_TTL_SECONDS, KeyRing, StateSealer
+from ._runtime import Runtime
 from ._schema import Schemas
-from ._subscriptions import SubscriptionBus, flag_event, resource_updated_event
-from ._wire import dialect
+from ._served import DEFAULT_MAX_THREADS, Served, Settings
+from ._signature import Handler, Signature
+from ._transports.asgi import AsgiApp
 
 F = TypeVar("F", bound=Handler)
+
+logger = logging.getLogger("presa_trio")
 
 
 def _doc(fn: Handler) -> str | None:
@@ -42,6 +38,13 @@ def _doc(fn: Handler) -> str | None:
     return doc.strip() if doc else None
 
 
+def _no_bare(decorator: str, first: object) -> None:
+    """``@server.tool`` without parentheses would register nothing: say so at import time."""
+    if callable(first):
+        raise TypeError(f"write @server.{decorator}(...) with parentheses, not @server.{decorator}")
+
+
+@final
 class Server:
     """An MCP 2026-07-28 server: declare what it serves, then run it on a transport.
 
@@ -50,6 +53,10 @@ class Server:
     ... async def greet(name: str) -> str:
     ...     "Say hello."
     ...     return f"Hello, {name}!"
+
+    ``principal(ctx)`` names who is asking (from your authentication): a ``requestState``
+    issued to one principal is refused for another (wire §10.4), and extensions scope their
+    data by it. ``max_threads`` bounds the worker threads sync handlers run in.
     """
 
     def __init__(
@@ -69,39 +76,41 @@ class Server:
         state_keys: KeyRing | None = None,
         state_ttl: float = DEFAULT_TTL_SECONDS,
         principal: Callable[[Context], str] | None = None,
+        max_threads: int = DEFAULT_MAX_THREADS,
     ) -> None:
-        if cache_scope not in ("public", "private"):
-            raise ValueError("cache_scope must be 'public' or 'private'")
-        self.name = name
-        self.version = version
-        self.server_info: dict[str, Any] = {"name": name, "version": version}
+        info: dict[str, Any] = {"name": name, "version": version}
         if title is not None:
-            self.server_info["title"] = title
-        self.instructions = instructions
-        self.validate_inbound = validate_inbound
-        self.validate_outbound = validate_outbound
-        self.list_ttl_ms = list_ttl_ms
-        self.cache_scope = cache_scope
-        self.page_size = page_size
-        self.logging = logging
-        self.supported_versions: tuple[str, ...] = dialect.SUPPORTED_VERSIONS
+            info["title"] = title
+        self.name = name
+        self.settings = Settings(
+            server_info=info,
+            instructions=instructions,
+            validate_inbound=validate_inbound,
+            validate_outbound=validate_outbound,
+            list_ttl_ms=list_ttl_ms,
+            cache_scope=cache_scope,
+            page_size=page_size,
+            logging=logging,
+            principal=principal,
+            state_keys=state_keys,
+            state_ttl=state_ttl,
+            max_threads=max_threads,
+        )
         self.schemas = schemas if schemas is not None else Schemas()
-        self.notification_definitions = self.schemas.notification_definitions()
-        self.tools: dict[str, Tool] = {}
-        self.resources: dict[str, Resource] = {}
-        self.templates: dict[str, ResourceTemplate] = {}
-        self.prompts: dict[str, Prompt] = {}
-        self.completers: dict[tuple[str, str], Completer] = {}
-        self.extensions: list[Extension] = []
-        self.bus = SubscriptionBus()
-        self.sealer = StateSealer(state_keys, state_ttl)
-        # Who is asking (from your authentication), so a requestState issued to one principal
-        # is refused for another (wire §10.4). None: every request is the same principal.
-        self.principal = principal
-        self.dispatcher = Dispatcher(self)
-        self._background: trio.Nursery | None = None
-        for method in core_methods(self):
-            self.dispatcher.add(method)
+        self.registry = Registry()
+        self._extensions: list[Extension] = []
+        served = Served(self.registry, self.settings, self._extensions)
+        self.dispatcher = Dispatcher(
+            core_routes(served),
+            schemas=self.schemas,
+            settings=self.settings,
+            extensions=self._extensions,
+        )
+        self._runtimes: set[Runtime] = set()
+
+    @property
+    def extensions(self) -> Sequence[Extension]:
+        return tuple(self._extensions)
 
     # ------------------------------------------------------------------ declaring
 
@@ -117,36 +126,38 @@ class Server:
         icons: Sequence[Mapping[str, Any]] | None = None,
         meta: Mapping[str, Any] | None = None,
         options: Mapping[str, Any] | None = None,
+        thread: bool = True,
     ) -> Callable[[F], F]:
         """Declare a tool. The input schema comes from the type hints unless given.
 
         The description defaults to the docstring. ``options`` carries settings that
-        extensions read (for example a task policy); the core ignores them.
+        extensions read (for example a task policy); the core ignores them. A sync function
+        runs in a worker thread; ``thread=False`` runs it on the event loop instead, for
+        cheap, pure functions that never block.
         """
+        _no_bare("tool", name)
 
         def register(fn: F) -> F:
+            signature = Signature.of(fn)
             tool_name = name or fn.__name__
-            if tool_name in self.tools:
-                raise ValueError(f"tool {tool_name!r} is declared twice")
-            schema = (
-                dict(input_schema) if input_schema is not None else _typeschema.input_schema_for(fn)
-            )
-            out = (
-                dict(output_schema)
-                if output_schema is not None
-                else _typeschema.output_schema_for(fn)
-            )
-            self.tools[tool_name] = Tool(
-                name=tool_name,
-                description=description or _doc(fn) or tool_name,
-                input_schema=schema,
-                signature=Signature.of(fn),
-                title=title,
-                output_schema=out,
-                annotations=dict(annotations) if annotations is not None else None,
-                icons=[dict(i) for i in icons] if icons is not None else None,
-                meta=dict(meta) if meta is not None else None,
-                options=dict(options or {}),
+            self.registry.add_tool(
+                Tool(
+                    name=tool_name,
+                    description=description or _doc(fn) or tool_name,
+                    input_schema=dict(input_schema)
+                    if input_schema is not None
+                    else signature.input_schema(),
+                    signature=signature,
+                    title=title,
+                    output_schema=dict(output_schema)
+                    if output_schema is not None
+                    else signature.output_schema(),
+                    annotations=dict(annotations) if annotations is not None else None,
+                    icons=[dict(i) for i in icons] if icons is not None else None,
+                    meta=dict(meta) if meta is not None else None,
+                    options=dict(options or {}),
+                    thread=thread,
+                )
             )
             return fn
 
@@ -164,33 +175,32 @@ class Server:
         annotations: Mapping[str, Any] | None = None,
         ttl_ms: int = 0,
         cache_scope: str = "private",
+        thread: bool = True,
     ) -> Callable[[F], F]:
         """Declare a resource at a fixed URI; its function returns str, bytes or contents.
 
         A URI with ``{variables}`` declares a resource template instead; the function then
         takes the variables as keyword arguments.
         """
+        _no_bare("resource", uri)
 
         def register(fn: F) -> F:
             entry_type = ResourceTemplate if "{" in uri else Resource
-            entry = entry_type(
-                uri=uri,
-                name=name or fn.__name__,
-                signature=Signature.of(fn),
-                title=title,
-                description=description or _doc(fn),
-                mime_type=mime_type,
-                size=size,
-                annotations=dict(annotations) if annotations is not None else None,
-                ttl_ms=ttl_ms,
-                cache_scope=cache_scope,
+            self.registry.add_resource(
+                entry_type(
+                    uri=uri,
+                    name=name or fn.__name__,
+                    signature=Signature.of(fn),
+                    title=title,
+                    description=description or _doc(fn),
+                    mime_type=mime_type,
+                    size=size,
+                    annotations=dict(annotations) if annotations is not None else None,
+                    ttl_ms=ttl_ms,
+                    cache_scope=cache_scope,
+                    thread=thread,
+                )
             )
-            table: dict[str, Any] = (
-                self.templates if entry_type is ResourceTemplate else self.resources
-            )
-            if uri in table:
-                raise ValueError(f"resource {uri!r} is declared twice")
-            table[uri] = entry
             return fn
 
         return register
@@ -202,129 +212,136 @@ class Server:
         description: str | None = None,
         title: str | None = None,
         arguments: Sequence[Mapping[str, Any]] | None = None,
+        thread: bool = True,
     ) -> Callable[[F], F]:
         """Declare a prompt; its parameters are its (string) arguments."""
+        _no_bare("prompt", name)
 
         def register(fn: F) -> F:
+            signature = Signature.of(fn)
             prompt_name = name or fn.__name__
-            if prompt_name in self.prompts:
-                raise ValueError(f"prompt {prompt_name!r} is declared twice")
-            self.prompts[prompt_name] = Prompt(
-                name=prompt_name,
-                description=description or _doc(fn) or prompt_name,
-                signature=Signature.of(fn),
-                arguments=[dict(a) for a in arguments]
-                if arguments is not None
-                else prompt_arguments(fn),
-                title=title,
+            self.registry.add_prompt(
+                Prompt(
+                    name=prompt_name,
+                    description=description or _doc(fn) or prompt_name,
+                    signature=signature,
+                    arguments=[dict(a) for a in arguments]
+                    if arguments is not None
+                    else signature.prompt_arguments(),
+                    title=title,
+                    thread=thread,
+                )
             )
             return fn
 
         return register
 
     def completion(
-        self, *, prompt: str | None = None, resource: str | None = None
+        self,
+        fn: object = None,
+        /,
+        *,
+        prompt: str | None = None,
+        resource: str | None = None,
+        thread: bool = True,
     ) -> Callable[[F], F]:
         """Declare the completer of a prompt's or resource template's arguments.
 
         The function receives ``(argument_name, value, context_arguments)`` and returns an
         iterable of suggestions (the first 100 are sent).
         """
+        _no_bare("completion", fn)
         if (prompt is None) == (resource is None):
             raise ValueError("give exactly one of prompt= or resource=")
-        key = ("ref/prompt", prompt) if prompt is not None else ("ref/resource", str(resource))
+        ref = ("ref/prompt", prompt) if prompt is not None else ("ref/resource", str(resource))
 
         def register(fn: F) -> F:
-            self.completers[key] = fn
+            self.registry.add_completer(ref, Completer(fn, thread=thread))
             return fn
 
         return register
 
     def add_extension(self, extension: Extension) -> None:
-        """Plug in a protocol extension (its methods, hooks and capability)."""
-        if any(e.id == extension.id for e in self.extensions):
+        """Plug in a protocol extension (its methods, hooks, capability and service)."""
+        if any(e.id == extension.id for e in self._extensions):
             raise ValueError(f"extension {extension.id!r} is already added")
-        self.extensions.append(extension)
-        for method in extension.methods(self):
-            self.dispatcher.add(method)
+        if self._runtimes:
+            raise RuntimeError("add extensions before the server runs")
+        for route in extension.routes():
+            self.dispatcher.add(route)
+        self._extensions.append(extension)
 
-    # ------------------------------------------------------------------ advertising
+    # ------------------------------------------------------------------ running
 
-    def capabilities(self) -> dict[str, Any]:
-        caps: dict[str, Any] = {}
-        if self.tools:
-            caps["tools"] = {"listChanged": True}
-        if self.resources or self.templates:
-            caps["resources"] = {"subscribe": True, "listChanged": True}
-        if self.prompts:
-            caps["prompts"] = {"listChanged": True}
-        if self.completers:
-            caps["completions"] = {}
-        if self.logging:
-            caps["logging"] = {}
-        if self.extensions:
-            caps["extensions"] = {e.id: e.settings() for e in self.extensions}
-        return caps
+    @asynccontextmanager
+    async def open_runtime(self) -> AsyncIterator[Runtime]:
+        """Run the server: own everything one run needs, for the lifetime of a transport.
 
-    def stamp(self, result: dict[str, Any]) -> dict[str, Any]:
-        """Add ``serverInfo`` to a result's ``_meta`` (wire §3.3)."""
-        meta = result.get("_meta")
-        if meta is None:
-            result["_meta"] = {dialect.META_SERVER_INFO: self.server_info}
-        else:
-            meta.setdefault(dialect.META_SERVER_INFO, self.server_info)
-        return result
+        Each extension's service starts here (an error before it reports started fails the
+        startup). On exit the runtime drains first (listen streams end with their final
+        result, no new tasks are admitted), then its background work is cancelled.
+        """
+        sealer = StateSealer(self.settings.state_keys, self.settings.state_ttl)
+        limiter = trio.CapacityLimiter(self.settings.max_threads)
+        async with trio.open_nursery() as nursery:
+            runtime = Runtime(nursery, sealer=sealer, thread_limiter=limiter)
+            try:
+                for extension in self._extensions:
+                    context = ExtensionContext(runtime, self.registry, self.schemas)
+                    service = await nursery.start(_run_service, extension, context)
+                    runtime.add_service(extension.id, service)
+                self._runtimes.add(runtime)
+                yield runtime
+            finally:
+                self._runtimes.discard(runtime)
+                runtime.begin_draining()
+                nursery.cancel_scope.cancel()
+
+    def asgi_app(self, **options: Any) -> AsgiApp:
+        """The Streamable HTTP ASGI app for this server (see ``presa_trio.AsgiApp``)."""
+        return AsgiApp(self.dispatcher, self.open_runtime, **options)
 
     # ------------------------------------------------------------------ change notifications
 
     def notify_tools_changed(self) -> int:
-        """Tell every listener that asked for it that the tool list changed."""
-        return self.bus.publish(flag_event("notifications/tools/list_changed", "toolsListChanged"))
+        """Tell the listeners of every run that asked for it that the tool list changed."""
+        return sum(r.notify_tools_changed() for r in list(self._runtimes))
 
     def notify_prompts_changed(self) -> int:
-        return self.bus.publish(
-            flag_event("notifications/prompts/list_changed", "promptsListChanged")
-        )
+        return sum(r.notify_prompts_changed() for r in list(self._runtimes))
 
     def notify_resources_changed(self) -> int:
-        return self.bus.publish(
-            flag_event("notifications/resources/list_changed", "resourcesListChanged")
-        )
+        return sum(r.notify_resources_changed() for r in list(self._runtimes))
 
     def notify_resource_updated(self, uri: str) -> int:
         """Tell the listeners subscribed to ``uri`` (or a parent of it) that it changed."""
-        return self.bus.publish(resource_updated_event(uri))
+        return sum(r.notify_resource_updated(uri) for r in list(self._runtimes))
 
-    # ------------------------------------------------------------------ running
 
-    @property
-    def background(self) -> trio.Nursery:
-        """The long-lived nursery (open while ``running()`` is); extensions start work here."""
-        if self._background is None:
-            raise RuntimeError("the server is not running: use 'async with server.running()'")
-        return self._background
+async def _run_service(
+    extension: Extension, context: ExtensionContext, *, task_status: trio.TaskStatus[Any]
+) -> None:
+    """An extension's service. An error before it reports started fails the startup; after,
+    it is logged and ends that service only, never the run."""
+    status = _Started(task_status)
+    try:
+        await extension.serve(context, task_status=status)
+    except BaseException as exc:
+        if not status.done:
+            raise
+        absorb(exc, f"the service of extension {extension.id}")
 
-    @asynccontextmanager
-    async def running(self) -> AsyncIterator[Server]:
-        """Own the server's background nursery for the lifetime of a transport.
 
-        On exit, listen streams end gracefully and background work is cancelled.
-        """
-        async with trio.open_nursery() as nursery:
-            self._background = nursery
-            try:
-                for extension in self.extensions:
-                    await nursery.start(
-                        lambda task_status, e=extension: e.serve(self, task_status=task_status)
-                    )
-                yield self
-            finally:
-                self.bus.close()
-                self._background = None
-                nursery.cancel_scope.cancel()
+@final
+class _Started:
+    """The ``task_status`` handed to a service: it remembers whether startup finished."""
 
-    def asgi_app(self, **options: Any) -> Any:
-        """The Streamable HTTP ASGI app for this server (see ``presa_trio.AsgiApp``)."""
-        from ._transports.asgi import AsgiApp
+    __slots__ = ("_inner", "done")
 
-        return AsgiApp(self, **options)
+    def __init__(self, inner: trio.TaskStatus[Any]) -> None:
+        self._inner = inner
+        self.done = False
+
+    def started(self, value: Any = None) -> None:
+        self.done = True
+        self._inner.started(value)

@@ -1,6 +1,7 @@
-"""Turn a tool function's signature and type hints into MCP JSON Schema (2020-12) tool schemas.
+"""Type annotations to JSON Schema (2020-12): one annotation, or a list of named parameters.
 
-It neither validates nor coerces arguments and does no I/O; unsupported annotations raise TypeError.
+Pure: it never looks at a function (``_signature`` resolves hints and finds the ``Context``
+parameter, once) and neither validates nor coerces; unsupported annotations raise TypeError.
 """
 
 from __future__ import annotations
@@ -13,10 +14,13 @@ import inspect
 import math
 import types
 import typing
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-__all__ = ["Param", "input_schema_for", "output_schema_for", "schema_for_type", "to_jsonable"]
+__all__ = ["Param", "output_schema", "parameters_schema", "schema_for_type", "to_jsonable"]
+
+#: The default of a parameter that has none (``inspect.Parameter.empty``).
+EMPTY = inspect.Parameter.empty
 
 
 @dataclasses.dataclass(frozen=True)
@@ -232,80 +236,52 @@ def _enum_schema(tp: object, values: tuple[object, ...]) -> dict[str, Any]:
     return {"enum": plain}
 
 
-def _hints(fn: Callable[..., object]) -> dict[str, Any]:
-    """Resolved hints; when some name does not resolve, the others still do (it stays a str)."""
-    try:
-        return typing.get_type_hints(fn, include_extras=True)
-    except NameError:
-        pass
-    target = inspect.unwrap(fn)
-    namespace = getattr(target, "__globals__", {})
-    hints: dict[str, Any] = {}
-    for name, ann in getattr(target, "__annotations__", {}).items():
-        probe = types.SimpleNamespace(__annotations__={name: ann})
-        try:
-            hints[name] = typing.get_type_hints(probe, namespace, include_extras=True)[name]
-        except NameError:
-            hints[name] = ann
-    return hints
-
-
-def _is_context(ann: object) -> bool:
-    ann = _strip(ann)
-    if isinstance(ann, str | typing.ForwardRef):  # e.g. imported only under TYPE_CHECKING
-        text = ann if isinstance(ann, str) else ann.__forward_arg__
-        return text.rpartition(".")[2] == "Context"
-    return getattr(ann, "__name__", None) == "Context"
-
-
 def schema_for_type(tp: object) -> dict[str, Any]:
     """The JSON Schema for one annotation; raises TypeError for unsupported types."""
     builder = _Builder()
     return builder.root(builder.build(tp))
 
 
-def input_schema_for(fn: Callable[..., object], *, skip: Collection[str] = ()) -> dict[str, Any]:
-    """The ``inputSchema`` of a tool: one property per parameter, in signature order."""
-    hints = _hints(fn)
+def parameters_schema(
+    parameters: Sequence[tuple[str, object, object]], label: str = "handler"
+) -> dict[str, Any]:
+    """An object schema with one property per ``(name, annotation, default)``, in order.
+
+    A parameter whose default is ``EMPTY`` is required; a default with a faithful JSON form
+    is published as ``default``.
+    """
     builder = _Builder()
     props: dict[str, Any] = {}
     required: list[str] = []
-    for name, param in inspect.signature(fn).parameters.items():
-        ann = hints.get(name, Any)
-        if name in skip or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-            continue
-        if _is_context(ann):
-            continue
+    for name, annotation, default in parameters:
         try:
-            schema = builder.build(ann)
+            schema = builder.build(annotation)
         except TypeError as exc:
-            label = getattr(fn, "__qualname__", repr(fn))
             raise TypeError(f"parameter {name!r} of {label}: {exc}") from exc
-        if param.default is param.empty:
+        if default is EMPTY:
             required.append(name)
-        elif (value := _default(param.default)) is not _NO_DEFAULT:
+        elif (value := _default(default)) is not _NO_DEFAULT:
             schema["default"] = value
         props[name] = schema
     return builder.root(_object_schema(props, required))
 
 
-def output_schema_for(fn: Callable[..., object]) -> dict[str, Any] | None:
-    """An object ``outputSchema`` for TypedDict or dataclass returns, or None.
+def output_schema(annotation: object) -> dict[str, Any] | None:
+    """An object ``outputSchema`` for a TypedDict or dataclass return annotation, or None.
 
     A plain ``dict`` return gets none: it is as likely a content block as structured data,
     so structured output is opted into with a TypedDict, a dataclass or ``output_schema=``.
     """
-    ann = _hints(fn).get("return", inspect.Parameter.empty)
-    if typing.get_origin(ann) in (cabc.Awaitable, cabc.Coroutine) and typing.get_args(ann):
-        ann = typing.get_args(ann)[-1]
-    core = _strip(ann)
-    if _is_object_class(core):
-        assert isinstance(core, type)
-        if core.__name__ in _CONTENT_NAMES or _is_content_class(core):
-            return None
-    else:
+    if typing.get_origin(annotation) in (cabc.Awaitable, cabc.Coroutine):
+        args = typing.get_args(annotation)
+        annotation = args[-1] if args else annotation
+    core = _strip(annotation)
+    if not _is_object_class(core):
         return None
-    return schema_for_type(ann)
+    assert isinstance(core, type)
+    if core.__name__ in _CONTENT_NAMES or _is_content_class(core):
+        return None
+    return schema_for_type(annotation)
 
 
 def _is_content_class(cls: type) -> bool:

@@ -10,6 +10,8 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 __all__ = [
+    "CapacityExceeded",
+    "Forbidden",
     "HeaderMismatch",
     "InternalError",
     "InvalidParams",
@@ -19,6 +21,7 @@ __all__ = [
     "MissingCapability",
     "ParseError",
     "RequestTooLarge",
+    "ServiceUnavailable",
     "ToolError",
     "UnsupportedVersion",
 ]
@@ -56,6 +59,12 @@ class InvalidRequest(McpError):
     http_status = 400
 
 
+class Forbidden(InvalidRequest):
+    """Refused before anything else is read: a Host or Origin that is not allowed (HTTP 403)."""
+
+    http_status = 403
+
+
 class RequestTooLarge(InvalidRequest):
     """The request body is over the transport's limit (HTTP 413); nothing more is read."""
 
@@ -75,6 +84,30 @@ class InvalidParams(McpError):
 class InternalError(McpError):
     code = -32603
     http_status = 500
+
+
+class ServiceUnavailable(InternalError):
+    """The server cannot take this request now (not started, or shutting down): HTTP 503.
+
+    ``data.retryable`` tells a client (or a load balancer) that another try may succeed.
+    """
+
+    http_status = 503
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, {"retryable": True})
+
+
+class CapacityExceeded(InternalError):
+    """A bounded resource is full (tasks, listen streams): ``limit`` names which bound.
+
+    Raised below the dispatcher (a task store, the listen bus) and answered as it is: a
+    retryable -32603 that names the limit, never a traceback.
+    """
+
+    def __init__(self, limit: str, message: str = "Capacity exhausted") -> None:
+        super().__init__(message, {"retryable": True, "limit": limit})
+        self.limit = limit
 
 
 class HeaderMismatch(McpError):

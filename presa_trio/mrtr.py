@@ -1,6 +1,7 @@
-"""Builders for MRTR input requests (elicitation, sampling, roots) and ``InputRequired``.
+"""Builders for MRTR input requests (elicitation, sampling, roots), for ``await ctx.input(...)``.
 
-Use them with ``Context.ask`` / ``Context.answers``; see ``presa_trio._mrtr`` for the rules.
+``InputRequired`` is the signal a plain request's ``ctx.input`` raises to end its round; you
+never raise or catch it yourself. See ``presa_trio._mrtr`` for the rules.
 """
 
 from ._mrtr import InputRequired as InputRequired

@@ -37,7 +37,6 @@ __all__ = [
 ]
 
 DEFAULT_CAPABILITIES: dict[str, Any] = {"elicitation": {}, "sampling": {}, "roots": {}}
-NAME_PARAMS = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 
 Answer = Callable[[str, Mapping[str, Any]], Any]
 
@@ -220,7 +219,7 @@ class Client:
         self.app = app
         self.capabilities = dict(DEFAULT_CAPABILITIES if capabilities is None else capabilities)
         self.client_info = dict(client_info or {"name": "presa-trio-testing", "version": "1"})
-        self.schemas = schemas if schemas is not None else app.server.schemas
+        self.schemas = schemas if schemas is not None else app.dispatcher.schemas
         self.validate = validate
         self._next_id = 0
         self._requests = self.schemas.request_definitions()
@@ -258,14 +257,11 @@ class Client:
             ("mcp-protocol-version", message["params"]["_meta"][META_PROTOCOL_VERSION]),
             ("mcp-method", message["method"]),
         ]
-        name_param = NAME_PARAMS.get(message["method"]) or self._extension_name_param(message)
+        route = self.app.dispatcher.routes.get(message["method"])
+        name_param = route.name_param if route is not None else None
         if name_param is not None and isinstance(message["params"].get(name_param), str):
             headers.append(("mcp-name", message["params"][name_param]))
         return headers
-
-    def _extension_name_param(self, message: Mapping[str, Any]) -> str | None:
-        method = self.app.server.dispatcher.methods.get(message["method"])
-        return method.name_param if method is not None else None
 
     # ------------------------------------------------------------------ checking
 
@@ -293,7 +289,7 @@ class Client:
             self._violations("JSONRPCResultResponse", message)
             result = message["result"]
             kind = result.get("resultType")
-            routed = self.app.server.dispatcher.methods.get(method)
+            routed = self.app.dispatcher.routes.get(method)
             if kind == "input_required":
                 self._violations("InputRequiredResult", result)
             elif kind == "complete" and routed is not None and routed.result_def:
@@ -466,7 +462,7 @@ class Client:
 
 @asynccontextmanager
 async def open_client(server: Server | AsgiApp, **options: Any) -> AsyncIterator[Client]:
-    """Run ``server`` (its background nursery) and hand back a ``Client`` for it."""
+    """Run ``server`` (a fresh runtime of it) and hand back a ``Client`` for it."""
     app = server if isinstance(server, AsgiApp) else server.asgi_app()
-    async with app.server.running():
+    async with app.lifespan():
         yield Client(app, **options)

@@ -1,31 +1,34 @@
 """Streamable HTTP (wire §13) as an ASGI 3 app, for ``hypercorn --worker-class trio``.
 
 The edge only moves bytes: admission of Host/Origin, POST-only, a body limit, parsing, and a
-``Responder`` that answers JSON or, once a notification is sent, SSE. The lifespan owns the
-server's background nursery. A client disconnect cancels the request's cancel scope.
+``Responder`` that answers JSON or, once a notification is sent, SSE. Every JSON-RPC error it
+decides is handed to the dispatcher (``refuse``), which shapes it like every other error. The
+lifespan runs the server (``open_runtime``); a client disconnect cancels its request.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, MutableMapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any, final
 
 import trio
 
+from .._boundary import partition, single
+from .._dispatch import Dispatcher
+from .._runtime import Runtime
 from .._wire import sse
 from .._wire.admission import HostPolicy, refuse_reason
 from .._wire.headers import RoutingHeaders
-from .._wire.jsonrpc import EnvelopeError, Notification, encode, error_message, parse_message
-from ..errors import InvalidRequest, RequestTooLarge
-
-if TYPE_CHECKING:
-    from .._server import Server
+from .._wire.jsonrpc import EnvelopeError, Notification, encode, parse_message
+from ..errors import Forbidden, RequestTooLarge
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
+OpenRuntime = Callable[[], AbstractAsyncContextManager[Runtime]]
 
 logger = logging.getLogger("presa_trio.http")
 
@@ -34,26 +37,58 @@ _PLAIN = [(b"content-type", b"text/plain; charset=utf-8")]
 DEFAULT_MAX_BODY = 4 * 1024 * 1024
 
 
+@final
 class AsgiApp:
-    """The MCP endpoint of one ``Server``.
+    """The MCP endpoint of one server; make it with ``server.asgi_app(...)``.
 
     ``path`` is the endpoint (``/mcp``); ``max_body`` caps a request body in bytes (413
     beyond it, read no further); ``host_policy`` guards against DNS rebinding (loopback
-    names only by default).
+    names only by default). The ASGI lifespan runs the server; a host application that does
+    not forward its lifespan to this app enters ``app.lifespan()`` itself.
     """
 
     def __init__(
         self,
-        server: Server,
+        dispatcher: Dispatcher,
+        open_runtime: OpenRuntime,
         *,
         path: str = "/mcp",
         max_body: int = DEFAULT_MAX_BODY,
         host_policy: HostPolicy | None = None,
     ) -> None:
-        self.server = server
+        self.dispatcher = dispatcher
+        self._open_runtime = open_runtime
+        self._runtime: Runtime | None = None
         self.path = path
         self.max_body = max_body
         self.host_policy = host_policy if host_policy is not None else HostPolicy()
+
+    @property
+    def runtime(self) -> Runtime | None:
+        """The run this app serves requests with, while its lifespan is on."""
+        return self._runtime
+
+    @asynccontextmanager
+    async def lifespan(self, host_app: object = None) -> AsyncIterator[Runtime]:
+        """Run the server for as long as the block; requests are served by this run.
+
+        Its signature fits a host framework's ``lifespan=`` hook (Starlette passes its app).
+        Before it is entered, and after it exits, requests are answered 503 (retryable).
+        """
+        if self._runtime is not None:
+            raise RuntimeError("this app is already running")
+        async with self._open_runtime() as runtime:
+            self._runtime = runtime
+            try:
+                yield runtime
+            finally:
+                self._runtime = None
+
+    def begin_draining(self) -> None:
+        """Start shutting down now: listen streams end with their final result and no new
+        tasks are admitted, while requests in flight finish (see ``Runtime.begin_draining``)."""
+        if self._runtime is not None:
+            self._runtime.begin_draining()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
@@ -68,18 +103,28 @@ class AsgiApp:
         message = await receive()
         if message["type"] != "lifespan.startup":
             return
-        started = False
+        started = stopping = False
         try:
-            async with self.server.running():
+            async with self.lifespan():
                 await send({"type": "lifespan.startup.complete"})
                 started = True
                 while (await receive())["type"] != "lifespan.shutdown":
                     pass
-        except Exception as exc:  # trio.Cancelled is a BaseException: it propagates
-            logger.exception("lifespan failed")
-            phase = "shutdown" if started else "startup"
-            await send({"type": f"lifespan.{phase}.failed", "message": f"presa_trio: {exc!r}"})
-            return
+                stopping = True
+        except BaseException as exc:
+            others, errors = partition(exc)
+            if others is not None:
+                raise others from None
+            if not started:
+                logger.error("startup failed", exc_info=errors)
+                reason = f"presa_trio: {single(errors) if errors is not None else exc!r}"
+                await send({"type": "lifespan.startup.failed", "message": reason})
+                return
+            # A crash after startup is the run's, not the lifespan protocol's: log it, keep
+            # answering requests (503 from now on) and finish the protocol when asked to.
+            logger.error("the server's run failed after startup", exc_info=errors)
+            while not stopping:
+                stopping = (await receive())["type"] == "lifespan.shutdown"
         await send({"type": "lifespan.shutdown.complete"})
 
     # ------------------------------------------------------------------ http
@@ -88,6 +133,7 @@ class AsgiApp:
         if scope["path"] != self.path:
             await _plain(send, 404, b"Not Found")
             return
+        responder = HttpResponder(send)
         host = origin = None
         for name, value in scope["headers"]:
             if name == b"host":
@@ -96,29 +142,30 @@ class AsgiApp:
                 origin = value.decode("latin-1")
         reason = refuse_reason(self.host_policy, host, origin)
         if reason is not None:
-            await _json(send, 403, error_message(None, InvalidRequest(f"Forbidden: {reason}")))
+            await self.dispatcher.refuse(Forbidden(f"Forbidden: {reason}"), None, responder)
             return
         if scope["method"] != "POST":
             await _plain(send, 405, b"Method Not Allowed", [(b"allow", b"POST")])
             return
-        body = await self._read_body(receive, send)
+        body = await self._read_body(receive, responder)
         if body is None:
             return
         try:
             message = parse_message(body)
         except EnvelopeError as exc:
-            await _json(send, exc.error.http_status, error_message(exc.request_id, exc.error))
+            await self.dispatcher.refuse(exc.error, exc.request_id, responder)
             return
         if isinstance(message, Notification):
             await _plain(send, 202, b"")  # accepted; stdio is where notifications matter
             return
-        responder = HttpResponder(send)
+        runtime = self._runtime
         async with trio.open_nursery() as nursery:
             nursery.start_soon(_cancel_on_disconnect, receive, nursery.cancel_scope)
-            await self.server.dispatcher.serve(message, RoutingHeaders(scope["headers"]), responder)
+            headers = RoutingHeaders(scope["headers"])
+            await self.dispatcher.serve(message, headers, responder, runtime)
             nursery.cancel_scope.cancel()
 
-    async def _read_body(self, receive: Receive, send: Send) -> bytes | None:
+    async def _read_body(self, receive: Receive, responder: HttpResponder) -> bytes | None:
         chunks: list[bytes] = []
         size = 0
         while True:
@@ -129,7 +176,7 @@ class AsgiApp:
             size += len(chunk)
             if size > self.max_body:
                 error = RequestTooLarge(f"Request body exceeds {self.max_body} bytes")
-                await _json(send, error.http_status, error_message(None, error))
+                await self.dispatcher.refuse(error, None, responder)
                 return None
             chunks.append(chunk)
             if not message.get("more_body", False):
@@ -142,6 +189,7 @@ async def _cancel_on_disconnect(receive: Receive, scope: trio.CancelScope) -> No
     scope.cancel()
 
 
+@final
 class HttpResponder:
     """Answers one request as JSON, or as SSE from its first notification on."""
 

@@ -2,32 +2,27 @@
 
 Each request runs as its own task in one nursery; every line out goes through one writer, so
 messages never interleave; ``notifications/cancelled`` cancels its request's scope. At EOF it
-stops reading, gives in-flight requests a bounded grace, cancels the rest and returns. Logs
-belong on stderr: nothing but MCP messages is ever written to stdout.
+drains the run (listen streams end with their final result), gives in-flight requests a
+bounded grace, cancels the rest and returns, leaving the process's stdin and stdout as it
+found them. Logs belong on stderr: nothing but MCP messages is ever written to stdout.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator, Iterator
+from contextlib import AsyncExitStack, contextmanager
+from typing import Any, final
 
 import trio
 
-from .._wire.jsonrpc import (
-    EnvelopeError,
-    Notification,
-    Request,
-    RequestId,
-    encode,
-    error_message,
-    parse_message,
-)
+from .._dispatch import Dispatcher
+from .._runtime import Runtime
+from .._server import Server
+from .._wire.jsonrpc import EnvelopeError, Notification, Request, RequestId, encode, parse_message
 from ..errors import RequestTooLarge
-
-if TYPE_CHECKING:
-    from .._server import Server
+from .asgi import AsgiApp
 
 logger = logging.getLogger("presa_trio.stdio")
 
@@ -35,6 +30,7 @@ DEFAULT_MAX_LINE = 4 * 1024 * 1024
 DEFAULT_GRACE = 5.0
 
 
+@final
 class StdioResponder:
     """Writes one request's notifications and response as lines through the shared writer."""
 
@@ -89,11 +85,15 @@ async def _writer(stdout: trio.abc.SendStream, lines: trio.MemoryReceiveChannel[
             await stdout.send_all(line + b"\n")
 
 
+@final
 class _Session:
     """The requests in flight on one stdio connection (not a protocol session: no state)."""
 
-    def __init__(self, server: Server, out: trio.MemorySendChannel[bytes]) -> None:
-        self.server = server
+    def __init__(
+        self, dispatcher: Dispatcher, runtime: Runtime, out: trio.MemorySendChannel[bytes]
+    ) -> None:
+        self.dispatcher = dispatcher
+        self.runtime = runtime
         self.out = out
         self.inflight: dict[RequestId, trio.CancelScope] = {}
         self.idle = trio.Event()
@@ -110,7 +110,8 @@ class _Session:
     async def _serve(self, request: Request, scope: trio.CancelScope) -> None:
         try:
             with scope:
-                await self.server.dispatcher.serve(request, None, StdioResponder(self.out))
+                responder = StdioResponder(self.out)
+                await self.dispatcher.serve(request, None, responder, self.runtime)
         finally:
             if self.inflight.get(request.id) is scope:
                 del self.inflight[request.id]
@@ -124,48 +125,81 @@ class _Session:
         if scope is not None:  # unknown or finished ids are ignored (wire §15.2)
             scope.cancel()
 
+    async def handle(self, requests: trio.Nursery, line: bytes | None) -> None:
+        responder = StdioResponder(self.out)
+        if line is None:
+            error = RequestTooLarge("Message exceeds the line limit")
+            await self.dispatcher.refuse(error, None, responder)
+            return
+        try:
+            message = parse_message(line)
+        except EnvelopeError as exc:
+            await self.dispatcher.refuse(exc.error, exc.request_id, responder)
+            return
+        if isinstance(message, Notification):
+            if message.method == "notifications/cancelled":
+                self.cancel(message)
+            return
+        self.start(requests, message)
+
 
 async def serve_stdio(
-    server: Server,
+    server: Server | AsgiApp,
     *,
     stdin: trio.abc.ReceiveStream | None = None,
     stdout: trio.abc.SendStream | None = None,
     max_line: int = DEFAULT_MAX_LINE,
     grace: float = DEFAULT_GRACE,
 ) -> None:
-    """Serve ``server`` on stdin/stdout (or the given streams) until EOF.
+    """Serve ``server`` (or the server of an ASGI app) on stdin/stdout until EOF.
 
-    It owns the server's background nursery (``server.running()``) for its lifetime, so
-    tasks work over stdio too; they end when the connection does.
+    It runs the server (``open_runtime``) for its lifetime, so tasks work over stdio too;
+    they end when the connection does. On the way out it closes its own handles on fds 0 and
+    1 and puts them back in blocking mode, as the process had them.
     """
-    stdin = stdin if stdin is not None else trio.lowlevel.FdStream(os.dup(0))
-    stdout = stdout if stdout is not None else trio.lowlevel.FdStream(os.dup(1))
+    open_runtime = server.lifespan if isinstance(server, AsgiApp) else server.open_runtime
+    async with AsyncExitStack() as stack:
+        if stdin is None:
+            stdin = stack.enter_context(_borrowed_fd(0))
+            stack.push_async_callback(stdin.aclose)
+        if stdout is None:
+            stdout = stack.enter_context(_borrowed_fd(1))
+            stack.push_async_callback(stdout.aclose)
+        runtime = await stack.enter_async_context(open_runtime())
+        await _serve(server.dispatcher, runtime, stdin, stdout, max_line, grace)
+
+
+async def _serve(
+    dispatcher: Dispatcher,
+    runtime: Runtime,
+    stdin: trio.abc.ReceiveStream,
+    stdout: trio.abc.SendStream,
+    max_line: int,
+    grace: float,
+) -> None:
     out, lines = trio.open_memory_channel[bytes](256)
-    async with server.running(), trio.open_nursery() as nursery:
+    async with trio.open_nursery() as nursery:
         nursery.start_soon(_writer, stdout, lines)
         async with out:
-            session = _Session(server, out)
+            session = _Session(dispatcher, runtime, out)
             async with trio.open_nursery() as requests:
                 async for line in _lines(stdin, max_line):
-                    await _handle(session, requests, line)
-                server.bus.close()  # EOF: listen streams end now, with their final result
+                    await session.handle(requests, line)
+                runtime.begin_draining()  # EOF: listen streams end now, with their final result
                 with trio.move_on_after(grace):  # other in-flight requests finish, bounded
                     await session.idle.wait()
                 requests.cancel_scope.cancel()
 
 
-async def _handle(session: _Session, requests: trio.Nursery, line: bytes | None) -> None:
-    if line is None:
-        error = RequestTooLarge("Message exceeds the line limit")
-        await session.out.send(encode(error_message(None, error)))
-        return
+@contextmanager
+def _borrowed_fd(fd: int) -> Iterator[trio.lowlevel.FdStream]:
+    """An ``FdStream`` on a duplicate of ``fd``; on exit, ``fd``'s blocking mode comes back.
+
+    trio makes the duplicate non-blocking, and the flag lives on the open file shared with
+    ``fd``: left as it is, the shell (or a parent process) would find its terminal broken.
+    """
+    blocking = os.get_blocking(fd)
     try:
-        message = parse_message(line)
-    except EnvelopeError as exc:
-        await session.out.send(encode(error_message(exc.request_id, exc.error)))
-        return
-    if isinstance(message, Notification):
-        if message.method == "notifications/cancelled":
-            session.cancel(message)
-        return
-    session.start(requests, message)
+        yield trio.lowlevel.FdStream(os.dup(fd))
+    finally:
+        os.set_blocking(fd, blocking)

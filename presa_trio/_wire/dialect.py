@@ -85,21 +85,40 @@ def check_version(meta: RequestMeta, supported: tuple[str, ...] = SUPPORTED_VERS
         raise UnsupportedVersion(meta.protocol_version, list(supported))
 
 
+def declares(capabilities: Mapping[str, Any], required: Mapping[str, Any]) -> bool:
+    """True when ``capabilities`` declares every object in ``required`` (a fragment of
+    ``ClientCapabilities`` such as ``{"sampling": {"tools": {}}}``). The one capability check.
+
+    A declaration is an object; anything else (``true``, a string) declares nothing. One
+    compatibility rule of the spec lives here: ``elicitation: {}`` means form mode only, so a
+    client that lists elicitation modes must list ``form`` to satisfy ``{"elicitation": {}}``.
+    """
+    for key, sub in required.items():
+        have = capabilities.get(key)
+        if not isinstance(have, Mapping):
+            return False
+        if key == "elicitation" and not sub and have and "form" not in have:
+            return False
+        if sub and not declares(have, sub):
+            return False
+    return True
+
+
+def nested(*path: str) -> dict[str, Any]:
+    """``("elicitation", "url")`` as the fragment ``{"elicitation": {"url": {}}}``."""
+    fragment: dict[str, Any] = {}
+    for key in reversed(path):
+        fragment = {key: fragment}
+    return fragment
+
+
 def has_capability(capabilities: Mapping[str, Any], *path: str) -> bool:
     """True when ``capabilities`` declares the object at ``path``, e.g. ("elicitation", "url")."""
-    node: object = capabilities
-    for key in path:
-        if not isinstance(node, Mapping):
-            return False
-        node = node.get(key)
-        if node is None or node is False:
-            return False
-    return isinstance(node, Mapping) or node is True
+    return declares(capabilities, nested(*path))
 
 
 def has_extension(capabilities: Mapping[str, Any], extension_id: str) -> bool:
-    extensions = capabilities.get("extensions")
-    return isinstance(extensions, Mapping) and isinstance(extensions.get(extension_id), Mapping)
+    return declares(capabilities, {"extensions": {extension_id: {}}})
 
 
 def log_enabled(meta: RequestMeta, level: str) -> bool:

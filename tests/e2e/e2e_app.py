@@ -15,9 +15,9 @@ seen = {"cancelled": 0, "started": 0}
 
 
 @server.tool()
-def bus_stats() -> dict[str, int]:
-    """The subscription bus's open listeners."""
-    return {"listeners": server.bus.listener_count}
+def bus_stats(ctx: Context) -> dict[str, int]:
+    """The subscription bus's open listeners (this run's)."""
+    return {"listeners": ctx.runtime.bus.listener_count}
 
 
 @server.tool()

@@ -306,7 +306,7 @@ async def test_unknown_tool_and_bad_params(client: Client) -> None:
 
 async def test_oversized_body_is_refused_without_reading_on(fixture_server: Server) -> None:
     app = fixture_server.asgi_app(max_body=1024)
-    async with fixture_server.running():
+    async with app.lifespan():
         result = await drive(app, discover(1, padding="x" * 2000), headers())
     assert result.status == 413
     assert error_of(result)["code"] == -32600

@@ -1,13 +1,13 @@
-"""The ASGI lifespan owns the server's background nursery and reports startup failure."""
+"""The ASGI lifespan runs the server (one runtime per lifespan) and reports startup failure."""
 
 from __future__ import annotations
 
 from typing import Any
 
-import pytest
 import trio
 
-from presa_trio import Extension, Server
+from presa_trio import Server
+from presa_trio.extensions import Extension, ExtensionContext
 
 
 async def run_lifespan(server: Server, shutdown: bool = True) -> list[dict[str, Any]]:
@@ -29,8 +29,9 @@ async def run_lifespan(server: Server, shutdown: bool = True) -> list[dict[str, 
             await to_app.send({"type": "lifespan.startup"})
             await started.wait()
             if sent[-1]["type"] == "lifespan.startup.complete":
-                assert server.background is not None
+                assert app.runtime is not None
                 await to_app.send({"type": "lifespan.shutdown"})
+    assert app.runtime is None
     return sent
 
 
@@ -38,14 +39,12 @@ async def test_startup_and_shutdown() -> None:
     server = Server("life")
     sent = await run_lifespan(server)
     assert [m["type"] for m in sent] == ["lifespan.startup.complete", "lifespan.shutdown.complete"]
-    with pytest.raises(RuntimeError):
-        server.background  # noqa: B018 - closed again after shutdown
 
 
 class Broken(Extension):
     id = "dev.example/broken"
 
-    async def serve(self, server: Server, *, task_status: trio.TaskStatus[None]) -> None:
+    async def serve(self, context: ExtensionContext, *, task_status: trio.TaskStatus[None]) -> None:
         raise OSError("cannot reach the task database")
 
 

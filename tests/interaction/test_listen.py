@@ -8,6 +8,7 @@ from presa_trio import Server
 from presa_trio.testing import Client, open_client
 
 SUB = "io.modelcontextprotocol/subscriptionId"
+SERVER_INFO = "io.modelcontextprotocol/serverInfo"
 
 
 async def test_ack_first_with_the_agreed_subset(client: Client) -> None:
@@ -41,7 +42,8 @@ async def test_subscription_ids_keep_their_type(client: Client) -> None:
 
 
 async def test_changes_reach_every_matching_listener_only(client: Client) -> None:
-    server = client.app.server
+    runtime = client.app.runtime
+    assert runtime is not None
     async with (
         client.listen({"toolsListChanged": True}) as tools_a,
         client.listen({"toolsListChanged": True}) as tools_b,
@@ -49,7 +51,7 @@ async def test_changes_reach_every_matching_listener_only(client: Client) -> Non
     ):
         for stream in (tools_a, tools_b, prompts):
             await stream.next()
-        assert server.bus.listener_count == 3
+        assert runtime.bus.listener_count == 3
         await client.call_tool("test_trigger_tool_change", {})
         await client.call_tool("test_trigger_prompt_change", {})
         got_a, got_b, got_p = await tools_a.next(), await tools_b.next(), await prompts.next()
@@ -57,19 +59,20 @@ async def test_changes_reach_every_matching_listener_only(client: Client) -> Non
         assert got_a["params"]["_meta"][SUB] != got_b["params"]["_meta"][SUB]
         assert got_p["method"] == "notifications/prompts/list_changed"
     await trio.testing.wait_all_tasks_blocked()
-    assert server.bus.listener_count == 0
+    assert runtime.bus.listener_count == 0
 
 
 async def test_resource_updates_go_to_their_subscribers(client: Client) -> None:
-    server = client.app.server
+    runtime = client.app.runtime
+    assert runtime is not None
     async with (
         client.listen({"resourceSubscriptions": ["test://static-text"]}) as text,
         client.listen({"resourceSubscriptions": ["test://static-binary"]}) as binary,
     ):
         await text.next()
         await binary.next()
-        assert server.notify_resource_updated("test://static-text") == 1
-        assert server.notify_resource_updated("test://static-binary") == 1
+        assert runtime.notify_resource_updated("test://static-text") == 1
+        assert runtime.notify_resource_updated("test://static-binary") == 1
         assert (await text.next())["params"]["uri"] == "test://static-text"
         assert (await binary.next())["params"]["uri"] == "test://static-binary"
 
@@ -96,15 +99,18 @@ async def test_unsupported_filter_parts_are_not_acknowledged() -> None:
         assert ack["params"]["notifications"] == {"toolsListChanged": True}
 
 
-async def test_shutdown_ends_streams_gracefully(fixture_server: Server) -> None:
+async def test_draining_ends_streams_gracefully(fixture_server: Server) -> None:
     async with (
         open_client(fixture_server) as client,
         client.listen({"toolsListChanged": True}) as stream,
     ):
         await stream.next()
-        fixture_server.bus.close()
+        client.app.begin_draining()
         final = await stream.next()
-        assert final["result"] == {"resultType": "complete", "_meta": {SUB: final["id"]}}
+        assert final["result"] == {
+            "resultType": "complete",
+            "_meta": {SUB: final["id"], SERVER_INFO: fixture_server.settings.server_info},
+        }
 
 
 async def test_a_stuck_listener_is_dropped_not_buffered(fixture_server: Server) -> None:
@@ -113,14 +119,21 @@ async def test_a_stuck_listener_is_dropped_not_buffered(fixture_server: Server) 
         client.listen({"toolsListChanged": True}) as stream,
     ):
         await stream.next()
+        runtime = client.app.runtime
+        assert runtime is not None
         for _ in range(200):  # the bus buffers 64 per listener, then lets go
             fixture_server.notify_tools_changed()
-        assert fixture_server.bus.listener_count == 0
+        assert runtime.bus.listener_count == 0
         received = 0
         while "id" not in (message := await stream.next()):
             received += 1
         assert received == 1 + 64  # one handed straight to the waiting stream, 64 buffered
-        assert message["result"]["resultType"] == "complete"
+        # The end says events were lost: an error, never the clean "complete" result.
+        assert message["error"] == {
+            "code": -32603,
+            "message": "Listen stream fell behind; notifications were lost",
+            "data": {"retryable": True},
+        }
 
 
 async def test_listen_is_not_found_without_anything_to_notify() -> None:

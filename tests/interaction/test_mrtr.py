@@ -192,10 +192,13 @@ async def test_state_is_bound_to_the_arguments() -> None:
     server = Server("bound")
 
     @server.tool()
-    def delete(ctx: Context, path: str) -> str:
+    async def delete(ctx: Context, path: str) -> str:
         """Deletes after confirmation."""
         if ctx.state is None:
-            ctx.ask({"ok": elicit("Sure?", {"ok": {"type": "boolean"}})}, state={"path": path})
+            await ctx.input(
+                {"ok": elicit("Sure?", {"ok": {"type": "boolean"}})}, state={"path": path}
+            )
+        assert ctx.state is not None
         return f"deleted {ctx.state['path']}"
 
     async with open_client(server) as client:
@@ -222,8 +225,7 @@ async def test_state_is_bound_to_the_arguments() -> None:
 
 
 async def test_expired_state_is_refused() -> None:
-    server = build_server()
-    server.sealer.ttl = -1.0  # every state is born expired
+    server = build_server(state_ttl=-1.0)  # every state is born expired
     async with open_client(server) as client:
         with pytest.raises(RpcError) as caught:
             await retry(client, TAMPERED, await first_state(client, TAMPERED))
@@ -232,18 +234,15 @@ async def test_expired_state_is_refused() -> None:
 
 async def test_key_rotation() -> None:
     old, new = ("old", b"o" * 32), ("new", b"n" * 32)
-    issuing = build_server()
-    issuing.sealer.ring = KeyRing([old])
+    issuing = build_server(state_keys=KeyRing([old]))
     async with open_client(issuing) as client:
         state = await first_state(client, TAMPERED)
-    rotated = build_server()
-    rotated.sealer.ring = KeyRing([new, old])  # new key signs, old still verifies
+    rotated = build_server(state_keys=KeyRing([new, old]))  # new signs, old still verifies
     async with open_client(rotated) as client:
         assert (await retry(client, TAMPERED, state))["resultType"] == "complete"
         fresh = await first_state(client, TAMPERED)
         assert fresh.split(".")[1] == "new"
-    retired = build_server()
-    retired.sealer.ring = KeyRing([new])
+    retired = build_server(state_keys=KeyRing([new]))
     async with open_client(retired) as client:
         with pytest.raises(RpcError) as caught:
             await retry(client, TAMPERED, state)
@@ -276,9 +275,9 @@ async def test_sampling_with_tools_needs_sampling_tools() -> None:
     server = Server("s")
 
     @server.tool()
-    def ask_model(ctx: Context) -> str:
+    async def ask_model(ctx: Context) -> str:
         """Samples with tools."""
-        ctx.answers(
+        await ctx.input(
             {"q": sample("hi", 10, tools=[{"name": "t", "inputSchema": {"type": "object"}}])}
         )
         return "done"
@@ -302,15 +301,15 @@ async def test_list_methods_never_ask(client: Client) -> None:
 
 
 async def test_input_required_outside_the_allow_list_is_an_internal_error() -> None:
-    from presa_trio import Method
     from presa_trio._mrtr import InputRequired
+    from presa_trio.extensions import Route
 
     server = Server("x")
 
     async def handler(ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
         raise InputRequired({"q": elicit("?", {})})
 
-    server.dispatcher.add(Method("x/ask", handler))
+    server.dispatcher.add(Route("x/ask", handler))
     async with open_client(server) as client:
         with pytest.raises(RpcError) as caught:
             await client.request("x/ask")
@@ -318,8 +317,7 @@ async def test_input_required_outside_the_allow_list_is_an_internal_error() -> N
 
 
 async def test_state_is_bound_to_the_principal() -> None:
-    server = build_server()
-    server.principal = lambda ctx: str((ctx.meta.client_info or {}).get("name", ""))
+    server = build_server(principal=lambda ctx: str((ctx.meta.client_info or {}).get("name", "")))
     async with open_client(server) as client:
         state = await first_state(client, TAMPERED)
         client.client_info = {"name": "mallory", "version": "1"}

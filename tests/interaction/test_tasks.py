@@ -10,7 +10,7 @@ import trio
 import trio.testing
 
 from presa_trio import Context, InternalError, Server, ToolError
-from presa_trio.ext.tasks import EXTENSION_ID, Limits, TasksExtension
+from presa_trio.ext.tasks import EXTENSION_ID, Limits, MemoryTaskStore, TasksExtension
 from presa_trio.mrtr import elicit
 from presa_trio.testing import Client, RpcError, open_client
 
@@ -39,7 +39,7 @@ class World:
 
 def build(world: World, clock: FakeClock, **options: Any) -> tuple[Server, TasksExtension]:
     server = Server("tasks", "1", validate_outbound=True)
-    ext = TasksExtension(clock=clock, scope=_principal, **options)
+    ext = TasksExtension(clock=clock, principal=_principal, **options)
     server.add_extension(ext)
 
     @server.tool(options={"tasks": "optional"})
@@ -114,6 +114,13 @@ async def env(world: World, clock: FakeClock) -> AsyncIterator[tuple[Client, Tas
         yield client, ext
 
 
+def tasks_of(client: Client) -> Any:
+    """The tasks service of the run ``client`` talks to (its store and runner)."""
+    runtime = client.app.runtime
+    assert runtime is not None
+    return runtime.service(EXTENSION_ID)
+
+
 async def create(client: Client, tool: str, arguments: dict[str, Any] | None = None) -> str:
     result = await client.call_tool(tool, arguments or {})
     assert result["resultType"] == "task", result
@@ -164,11 +171,11 @@ async def test_completed_failed_and_tool_errors(env: tuple[Client, TasksExtensio
     client, _ = env
     done = await settle(client, await create(client, "sleepy", {"seconds": 0}))
     assert done["status"] == "completed" and "statusMessage" not in done
-    assert done["result"] == {
+    assert done["result"] == {  # the tool's own result; serverInfo is on the tasks/get result
         "resultType": "complete",
         "content": [{"type": "text", "text": "slept"}],
-        "_meta": SERVER_INFO,
     }
+    assert done["_meta"] == SERVER_INFO
     failed = await settle(client, await create(client, "broken"))
     assert failed["status"] == "failed" and "result" not in failed
     assert failed["error"] == {"code": -32603, "message": "Upstream refused"}
@@ -183,7 +190,7 @@ async def test_completed_failed_and_tool_errors(env: tuple[Client, TasksExtensio
 async def test_cancel_runs_cleanup_before_the_ack(
     env: tuple[Client, TasksExtension], world: World, mock_clock: trio.testing.MockClock
 ) -> None:
-    client, ext = env
+    client, _ext = env
     task_id = await create(client, "sleepy")
     await world.entered.wait()
     start = trio.current_time()
@@ -193,23 +200,25 @@ async def test_cancel_runs_cleanup_before_the_ack(
     assert trio.current_time() == start  # and no clock time passed
     task = await get(client, task_id)
     assert (task["status"], task["statusMessage"]) == ("cancelled", "Cancellation requested")
-    assert ext.runner.live_count == 0
+    assert tasks_of(client).runner.live_count == 0
 
 
 async def test_cancelling_a_parked_task_releases_its_channel(
     env: tuple[Client, TasksExtension], mock_clock: trio.testing.MockClock
 ) -> None:
-    client, ext = env
+    client, _ext = env
     task_id = await create(client, "ask", {"keys": ["a"]})
     await trio.testing.wait_all_tasks_blocked()
     assert (await get(client, task_id))["status"] == "input_required"
-    assert ext.runner.parked_count() == 1
+    assert tasks_of(client).runner.parked_count() == 1
     start = trio.current_time()
     await client.request("tasks/cancel", {"taskId": task_id})
     assert trio.current_time() == start  # released at the ack, no clock time needed
-    assert ext.runner.parked_count() == 0 and ext.runner.live_count == 0
+    assert tasks_of(client).runner.parked_count() == 0 and tasks_of(client).runner.live_count == 0
     assert (await get(client, task_id))["status"] == "cancelled"
-    assert len(ext.runner.nursery.child_tasks) == 0  # every task ended: the runner holds none
+    assert (
+        len(tasks_of(client).runner.nursery.child_tasks) == 0
+    )  # every task ended: the runner holds none
 
 
 async def test_terminal_cancel_is_acked_and_changes_nothing(
@@ -259,7 +268,7 @@ async def test_bad_task_ids(
 
 
 async def test_updates_partial_fulfilment_and_key_reuse(env: tuple[Client, TasksExtension]) -> None:
-    client, ext = env
+    client, _ext = env
     task_id = await create(client, "ask", {"keys": ["a", "b", "a"]})
     await trio.testing.wait_all_tasks_blocked()
     assert list((await get(client, task_id))["inputRequests"]) == ["a"]
@@ -279,7 +288,7 @@ async def test_updates_partial_fulfilment_and_key_reuse(env: tuple[Client, Tasks
     )
     failed = await settle(client, task_id)  # asking for "a" again is a bug in the tool
     assert failed["status"] == "failed" and failed["error"]["code"] == -32603
-    assert ext.runner.parked_count() == 0
+    assert tasks_of(client).runner.parked_count() == 0
 
 
 async def test_invalid_update_bodies(env: tuple[Client, TasksExtension]) -> None:
@@ -435,41 +444,41 @@ async def test_ttl_is_never_early_and_expired_tasks_are_unknown_then_reaped(
         with pytest.raises(RpcError) as caught:
             await get(client, task_id)
         assert caught.value.code == -32602
-        assert await ext.store.count() == 1
-        assert await ext.store.delete_expired(ext.now_ms()) == 1
-        assert await ext.store.count() == 0
+        assert await tasks_of(client).store.count() == 1
+        assert await tasks_of(client).store.delete_expired(ext.now_ms()) == 1
+        assert await tasks_of(client).store.count() == 0
 
 
 async def test_capacity_limits(world: World, clock: FakeClock) -> None:
-    server, ext = build(world, clock, limits=Limits(max_tasks=None, max_active_per_scope=2))
+    server, _ext = build(world, clock, limits=Limits(max_tasks=None, max_active_per_principal=2))
     async with open_client(server, capabilities=WITH_TASKS) as client:
         await create(client, "sleepy")
         await create(client, "sleepy")
         with pytest.raises(RpcError) as caught:
             await client.call_tool("sleepy", {})
         assert (caught.value.code, caught.value.status) == (-32603, 500)
-        assert caught.value.data == {"retryable": True, "limit": "max_active_tasks_per_scope"}
-        assert await ext.store.count() == 2
+        assert caught.value.data == {"retryable": True, "limit": "max_active_tasks_per_principal"}
+        assert await tasks_of(client).store.count() == 2
         client.client_info = {"name": "other", "version": "1"}
         await create(client, "sleepy")
 
 
 async def test_input_size_limit(world: World, clock: FakeClock) -> None:
-    server, ext = build(world, clock, max_input_bytes=100)
+    server, _ext = build(world, clock, max_input_bytes=100)
     async with open_client(server, capabilities=WITH_TASKS) as client:
         with pytest.raises(RpcError) as caught:
             await client.call_tool("ask", {"keys": ["k" * 200]})
         assert caught.value.code == -32602
-        assert await ext.store.count() == 0
+        assert await tasks_of(client).store.count() == 0
 
 
 async def test_invalid_arguments_answer_synchronously_without_a_task(
     env: tuple[Client, TasksExtension],
 ) -> None:
-    client, ext = env
+    client, _ext = env
     result = await client.call_tool("sleepy", {"seconds": "soon"})
     assert result["resultType"] == "complete" and result["isError"] is True
-    assert await ext.store.count() == 0
+    assert await tasks_of(client).store.count() == 0
 
 
 async def test_the_task_outlives_its_creating_request(
@@ -487,14 +496,19 @@ async def test_the_task_outlives_its_creating_request(
     assert world.log == ["finally"]
 
 
-async def test_shutdown_cancels_running_tasks(world: World, clock: FakeClock) -> None:
-    server, ext = build(world, clock)
+async def test_shutdown_stops_running_tasks(world: World, clock: FakeClock) -> None:
+    store = MemoryTaskStore()  # outlives the run, so the record can be read afterwards
+    server, _ = build(world, clock, store=store)
     async with open_client(server, capabilities=WITH_TASKS) as client:
         task_id = await create(client, "sleepy")
         await world.entered.wait()
     assert world.log == ["finally"]
-    record = await ext.store.get(task_id)
-    assert record is not None and record.status == "cancelled"
+    record = await store.get(task_id)
+    assert record is not None and record.status == "failed"  # stopped, not a client's cancel
+    assert record.error == {
+        "code": -32603,
+        "message": "The server stopped before the task finished",
+    }
 
 
 async def test_testing_client_task_helpers(env: tuple[Client, TasksExtension]) -> None:
@@ -518,15 +532,15 @@ async def test_the_reaper_deletes_expired_tasks(
     world: World, clock: FakeClock, mock_clock: trio.testing.MockClock
 ) -> None:
     mock_clock.autojump_threshold = 0
-    server, ext = build(world, clock, ttl_ms=10_000, reap_interval=60)
+    server, _ext = build(world, clock, ttl_ms=10_000, reap_interval=60)
     async with open_client(server, capabilities=WITH_TASKS) as client:
         task_id = await create(client, "sleepy", {"seconds": 0})
         await settle(client, task_id)
         await trio.sleep(61)  # a reaper pass: nothing has expired yet
-        assert await ext.store.count() == 1
+        assert await tasks_of(client).store.count() == 1
         clock.now += 10  # createdAt + ttlMs has passed
         await trio.sleep(60)  # the next pass deletes it
-        assert await ext.store.count() == 0
+        assert await tasks_of(client).store.count() == 0
 
 
 async def test_extension_settings_are_negotiated_per_request(

@@ -9,14 +9,14 @@ import pytest
 import trio
 import trio.testing
 
-from presa_trio.ext.tasks import MemoryTaskStore, Status, TaskHandle, TaskRecord, TaskRunner
-from presa_trio.ext.tasks._store import Limits
+from presa_trio.ext.tasks import Limits, MemoryTaskStore, Status, TaskRecord
+from presa_trio.ext.tasks._runner import TaskHandle, TaskRunner
 
 
 def record(task_id: str, ttl_ms: int | None = None) -> TaskRecord:
     return TaskRecord(
         task_id=task_id,
-        scope="",
+        principal="",
         tool="t",
         status=Status.WORKING,
         created_ms=0,
@@ -36,26 +36,26 @@ async def runner() -> AsyncIterator[TaskRunner]:
         nursery.cancel_scope.cancel()
 
 
-async def stored(runner: TaskRunner, task_id: str, ttl_ms: int | None = None) -> TaskRecord:
-    task = record(task_id, ttl_ms)
-    await runner.store.create(task, Limits())
-    return task
+async def launch(runner: TaskRunner, task_id: str, work: Any, ttl_ms: int | None = None) -> None:
+    await runner.launch(record(task_id, ttl_ms), work, Limits())
 
 
-async def test_a_cancel_before_the_first_run_means_the_work_never_starts(
-    runner: TaskRunner, mock_clock: trio.testing.MockClock
+@pytest.mark.parametrize("steps", [0, 1, 2, 3, 5, 8])
+async def test_a_cancel_racing_completion_ends_in_one_terminal_state_that_sticks(
+    runner: TaskRunner, mock_clock: trio.testing.MockClock, steps: int
 ) -> None:
-    ran = []
-
     async def work(handle: TaskHandle) -> Mapping[str, Any]:
-        ran.append(handle.task_id)
+        for _ in range(steps):
+            await trio.lowlevel.checkpoint()
         return {"resultType": "complete", "content": []}
 
-    runner.start(await stored(runner, "early"), work)
-    await runner.cancel("early")  # before the runner task was ever scheduled
-    assert ran == []
-    task = await runner.store.get("early")
-    assert task is not None and task.status is Status.CANCELLED
+    await launch(runner, "race", work)
+    await runner.cancel("race")
+    final = await runner.store.get("race")
+    assert final is not None and final.status in (Status.CANCELLED, Status.COMPLETED)
+    assert (final.result is not None) == (final.status is Status.COMPLETED)
+    await trio.testing.wait_all_tasks_blocked()
+    assert await runner.store.get("race") == final  # terminal states never change
     assert runner.live_count == 0 and len(runner.nursery.child_tasks) == 0
 
 
@@ -71,7 +71,7 @@ async def test_cancel_waits_for_cleanup_without_clock_time(
             log.append("finally")
         raise AssertionError("unreachable")
 
-    runner.start(await stored(runner, "t"), work)
+    await launch(runner, "t", work)
     await trio.testing.wait_all_tasks_blocked()
     start = trio.current_time()
     await runner.cancel("t")
@@ -88,7 +88,7 @@ async def test_parked_input_is_a_channel_per_key(
         )
         return {"resultType": "complete", "content": [], "answers": answers}
 
-    runner.start(await stored(runner, "p"), work)
+    await launch(runner, "p", work)
     await trio.testing.wait_all_tasks_blocked()
     assert runner.parked_count() == 2
     await runner.deliver("p", {"b": {"roots": []}, "zzz": {}})
@@ -116,9 +116,173 @@ async def test_the_ttl_bounds_the_work(
             log.append(trio.current_time())
         raise AssertionError("unreachable")
 
-    runner.start(await stored(runner, "ttl", ttl_ms=5_000), work)
+    await launch(runner, "ttl", work, ttl_ms=5_000)
     await trio.sleep(10)  # the mock clock jumps; the 5 s TTL deadline fires on the way
     assert runner.live_count == 0
     assert log == [pytest.approx(5.0)]
     task = await runner.store.get("ttl")
-    assert task is not None and task.status is Status.CANCELLED
+    assert task is not None and task.status is Status.FAILED  # expired: not a client's cancel
+    assert task.error == {"code": -32603, "message": "Task expired before it finished"}
+
+
+# --- error boundaries: nothing a task does reaches the runner or another task ----------------
+
+
+async def _sleeper(handle: TaskHandle) -> Mapping[str, Any]:
+    await trio.sleep_forever()
+    raise AssertionError("unreachable")
+
+
+async def test_a_cleanup_that_raises_during_cancel_stays_in_its_task(
+    runner: TaskRunner, mock_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def child_raises_in_finally(handle: TaskHandle) -> Mapping[str, Any]:
+        async def child() -> None:
+            try:
+                await trio.sleep_forever()
+            finally:
+                raise OSError("cleanup failed")
+
+        handle.nursery.start_soon(child)
+        await trio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    await launch(runner, "bystander", _sleeper)
+    await launch(runner, "bad", child_raises_in_finally)
+    await trio.testing.wait_all_tasks_blocked()
+    await runner.cancel("bad")  # the group mixes Cancelled with the OSError
+    bad = await runner.store.get("bad")
+    assert bad is not None and bad.status is Status.CANCELLED
+    assert "cleanup failed" in caplog.text
+    assert runner.live_count == 1  # the bystander still runs, in a runner that still runs
+    bystander = await runner.store.get("bystander")
+    assert bystander is not None and bystander.status is Status.WORKING
+    await runner.cancel("bystander")
+    assert runner.live_count == 0
+
+
+async def test_an_error_in_a_child_fails_only_its_task(
+    runner: TaskRunner, mock_clock: trio.testing.MockClock
+) -> None:
+    async def child_fails(handle: TaskHandle) -> Mapping[str, Any]:
+        async def child() -> None:
+            raise KeyError("boom")
+
+        handle.nursery.start_soon(child)
+        await trio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    await launch(runner, "bystander", _sleeper)
+    await launch(runner, "child", child_fails)
+    await trio.testing.wait_all_tasks_blocked()
+    failed = await runner.store.get("child")
+    assert failed is not None and failed.status is Status.FAILED
+    assert failed.error == {"code": -32603, "message": "Internal error"}  # no detail leaks
+    assert runner.live_count == 1
+
+
+class BreakableStore:
+    """Wraps a memory store; once ``broken``, every compare-and-set raises."""
+
+    def __init__(self) -> None:
+        self.inner = MemoryTaskStore()
+        self.broken = False
+
+    async def create(self, task: TaskRecord, limits: Limits) -> None:
+        await self.inner.create(task, limits)
+
+    async def get(self, task_id: str) -> TaskRecord | None:
+        return await self.inner.get(task_id)
+
+    async def compare_and_set(self, task: TaskRecord, expected_revision: int) -> bool:
+        if self.broken:
+            await trio.lowlevel.checkpoint()
+            raise OSError("the disk is full")
+        return await self.inner.compare_and_set(task, expected_revision)
+
+    async def delete_expired(self, now_ms: int) -> int:
+        return await self.inner.delete_expired(now_ms)
+
+    async def count(self) -> int:
+        return await self.inner.count()
+
+
+async def test_a_store_that_fails_the_final_commit_leaks_nothing(
+    mock_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = BreakableStore()
+    runner = TaskRunner(store, lambda: int(trio.current_time() * 1000))
+    finish = trio.Event()
+
+    async def work(handle: TaskHandle) -> Mapping[str, Any]:
+        await finish.wait()
+        return {"resultType": "complete", "content": []}
+
+    async with trio.open_nursery() as nursery:
+        await nursery.start(runner.serve)
+        await launch(runner, "t", work)
+        await launch(runner, "bystander", _sleeper)
+        await trio.testing.wait_all_tasks_blocked()
+        store.broken = True
+        finish.set()
+        await trio.testing.wait_all_tasks_blocked()
+        assert "recording the outcome of task t failed" in caplog.text
+        assert runner.live_count == 1  # "t" is gone from the books, the bystander runs on
+        store.broken = False  # the disk is back
+        start = trio.current_time()
+        await runner.cancel("t")  # nothing live to wait for: no 5 s stall
+        assert trio.current_time() == start
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_publish_that_raises_is_contained(
+    mock_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    def publish(record: TaskRecord) -> None:
+        raise RuntimeError("the bus is gone")
+
+    runner = TaskRunner(MemoryTaskStore(), lambda: int(trio.current_time() * 1000), publish)
+
+    async def work(handle: TaskHandle) -> Mapping[str, Any]:
+        return {"resultType": "complete", "content": []}
+
+    async with trio.open_nursery() as nursery:
+        await nursery.start(runner.serve)
+        await launch(runner, "t", work)
+        await trio.testing.wait_all_tasks_blocked()
+        done = await runner.store.get("t")
+        assert done is not None and done.status is Status.COMPLETED
+        assert "announcing task t failed" in caplog.text
+        nursery.cancel_scope.cancel()
+
+
+async def test_shutdown_records_stopped_not_cancelled(mock_clock: trio.testing.MockClock) -> None:
+    runner = TaskRunner(MemoryTaskStore(), lambda: int(trio.current_time() * 1000))
+    async with trio.open_nursery() as nursery:
+        await nursery.start(runner.serve)
+        await launch(runner, "t", _sleeper)
+        await trio.testing.wait_all_tasks_blocked()
+        nursery.cancel_scope.cancel()
+    stopped = await runner.store.get("t")
+    assert stopped is not None and stopped.status is Status.FAILED
+    assert stopped.error == {
+        "code": -32603,
+        "message": "The server stopped before the task finished",
+    }
+
+
+async def test_the_cancel_scope_exists_before_the_record_is_stored(
+    runner: TaskRunner, mock_clock: trio.testing.MockClock
+) -> None:
+    seen: list[bool] = []
+
+    original = runner.store.create
+
+    async def create(task: TaskRecord, limits: Limits) -> None:
+        seen.append(task.task_id in runner._live)  # the scope is registered already
+        await original(task, limits)
+
+    runner.store.create = create  # type: ignore[method-assign]
+    await launch(runner, "t", _sleeper)
+    assert seen == [True]
+    await runner.cancel("t")

@@ -14,7 +14,7 @@ def record(task_id: str = "t-1", *, created_ms: int = T0, **changes: Any) -> Tas
     """A working task created at ``created_ms``; ``changes`` replace any field."""
     base = TaskRecord(
         task_id=task_id,
-        scope="s",
+        principal="s",
         tool="deploy",
         status=Status.WORKING,
         created_ms=created_ms,

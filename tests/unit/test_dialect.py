@@ -198,7 +198,7 @@ def test_check_version_with_explicit_supported_list() -> None:
         ({}, ("roots",), False),
         ({"roots": None}, ("roots",), False),
         ({"roots": False}, ("roots",), False),
-        ({"roots": True}, ("roots",), True),
+        ({"roots": True}, ("roots",), False),  # a declaration is an object (the schema's)
         ({"roots": "yes"}, ("roots",), False),
         ({"roots": []}, ("roots",), False),
         ({"sampling": "x"}, ("sampling", "tools"), False),

@@ -10,17 +10,21 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from task_records import record
 
+from presa_trio.errors import McpError
 from presa_trio.ext.tasks._states import (
     TERMINAL,
     TRANSITIONS,
-    Cancelled,
+    CancelRequested,
     Completed,
-    Event,
+    Expired,
     Failed,
     InputRequested,
     InputsAccepted,
+    InvalidTransition,
     KeyReused,
     Status,
+    Stopped,
+    TaskEvent,
     TaskRecord,
     apply,
 )
@@ -45,14 +49,16 @@ def waiting(*keys: str) -> TaskRecord:
     return apply(rec(), asking(*keys), T0 + 10)
 
 
-EVERY_EVENT: list[Event] = [
+EVERY_EVENT: list[TaskEvent] = [
     asking("a"),
     InputRequested({}),
     InputsAccepted(frozenset({"a"})),
     Completed(RESULT),
     Failed(ERROR),
-    Cancelled(),
-    Cancelled("stop"),
+    CancelRequested(),
+    CancelRequested("stop"),
+    Expired(),
+    Stopped(),
 ]
 
 # ------------------------------------------------------------------ the table
@@ -107,7 +113,7 @@ def test_record_is_frozen() -> None:
 
 @pytest.mark.parametrize("status", sorted(TERMINAL))
 @pytest.mark.parametrize("event", EVERY_EVENT, ids=repr)
-def test_terminal_ignores_every_event(status: Status, event: Event) -> None:
+def test_terminal_ignores_every_event(status: Status, event: TaskEvent) -> None:
     task = rec(status=status, revision=7, input_requests={}, used_keys=frozenset({"a"}))
     assert apply(task, event, T0 + 999) is task
 
@@ -127,17 +133,17 @@ def test_terminal_ignores_reused_key_without_raising(status: Status) -> None:
         (asking("a"), Status.INPUT_REQUIRED),
         (Completed(RESULT), Status.COMPLETED),
         (Failed(ERROR), Status.FAILED),
-        (Cancelled(), Status.CANCELLED),
+        (CancelRequested(), Status.CANCELLED),
     ],
     ids=["input", "completed", "failed", "cancelled"],
 )
-def test_working_moves(event: Event, status: Status) -> None:
+def test_working_moves(event: TaskEvent, status: Status) -> None:
     before = rec(revision=3)
     after = apply(before, event, T0 + 5)
     assert after.status is status
     assert after.revision == 4
     assert after.updated_ms == T0 + 5
-    assert (after.task_id, after.scope, after.tool, after.created_ms) == (
+    assert (after.task_id, after.principal, after.tool, after.created_ms) == (
         "t-1",
         "s",
         "deploy",
@@ -149,10 +155,16 @@ def test_working_moves(event: Event, status: Status) -> None:
 
 @pytest.mark.parametrize(
     "event",
-    [asking("b"), InputsAccepted(frozenset({"a"})), Completed(RESULT), Failed(ERROR), Cancelled()],
+    [
+        asking("b"),
+        InputsAccepted(frozenset({"a"})),
+        Completed(RESULT),
+        Failed(ERROR),
+        CancelRequested(),
+    ],
     ids=["more-input", "accepted", "completed", "failed", "cancelled"],
 )
-def test_updated_ms_never_goes_back(event: Event) -> None:
+def test_updated_ms_never_goes_back(event: TaskEvent) -> None:
     task = rec(status=Status.INPUT_REQUIRED, input_requests={"a": ASK}, used_keys=frozenset("a"))
     task = replace(task, updated_ms=T0 + 500)
     after = apply(task, event, T0 + 100)
@@ -203,7 +215,7 @@ def test_asking_for_an_answered_key_raises() -> None:
 
 
 def test_key_reused_is_a_value_error() -> None:
-    assert issubclass(KeyReused, ValueError)
+    assert issubclass(KeyReused, InvalidTransition) and issubclass(KeyReused, McpError)
 
 
 def test_accepting_every_pending_key_returns_to_working() -> None:
@@ -261,7 +273,7 @@ def test_failed_stores_error_and_message(start: TaskRecord) -> None:
 
 @pytest.mark.parametrize("start", [rec(), waiting("a")], ids=["working", "waiting"])
 def test_cancelled_default_message_and_clears_inputs(start: TaskRecord) -> None:
-    after = apply(start, Cancelled(), T0 + 50)
+    after = apply(start, CancelRequested(), T0 + 50)
     assert after.status is Status.CANCELLED
     assert after.status_message == "Cancellation requested"
     assert dict(after.input_requests) == {}
@@ -269,11 +281,11 @@ def test_cancelled_default_message_and_clears_inputs(start: TaskRecord) -> None:
 
 
 def test_cancelled_custom_message() -> None:
-    assert apply(rec(), Cancelled("user hit stop"), T0).status_message == "user hit stop"
+    assert apply(rec(), CancelRequested("user hit stop"), T0).status_message == "user hit stop"
 
 
 def test_late_result_cannot_resurrect_cancelled() -> None:
-    cancelled = apply(waiting("a"), Cancelled(), T0 + 50)
+    cancelled = apply(waiting("a"), CancelRequested(), T0 + 50)
     for event in (Completed(RESULT), Failed(ERROR), InputsAccepted(frozenset({"a"}))):
         assert apply(cancelled, event, T0 + 60) is cancelled
     assert cancelled.revision == 2
@@ -306,18 +318,20 @@ def test_expiry_counts_from_creation_not_update() -> None:
 # ---------------------------------------------------------- property: random runs
 
 KEYS = st.sampled_from("abcd")
-events: st.SearchStrategy[Event] = st.one_of(
+events: st.SearchStrategy[TaskEvent] = st.one_of(
     st.dictionaries(KEYS, st.just(ASK), max_size=3).map(InputRequested),
     st.frozensets(st.sampled_from("abcdx"), max_size=3).map(InputsAccepted),
     st.just(Completed(RESULT)),
     st.just(Failed(ERROR)),
-    st.builds(Cancelled, st.sampled_from(["Cancellation requested", "stop"])),
+    st.builds(CancelRequested, st.sampled_from(["Cancellation requested", "stop"])),
+    st.just(Expired()),
+    st.just(Stopped()),
 )
 
 
 @PROPS
 @given(st.lists(st.tuples(events, st.integers(0, 10_000)), max_size=25))
-def test_random_event_sequences_keep_invariants(steps: list[tuple[Event, int]]) -> None:
+def test_random_event_sequences_keep_invariants(steps: list[tuple[TaskEvent, int]]) -> None:
     task = rec()
     changes = 0
     frozen: TaskRecord | None = None
@@ -359,7 +373,7 @@ def test_random_event_sequences_keep_invariants(steps: list[tuple[Event, int]]) 
 
 @PROPS
 @given(st.lists(events, max_size=25))
-def test_random_sequences_match_a_simple_model(seq: list[Event]) -> None:
+def test_random_sequences_match_a_simple_model(seq: list[TaskEvent]) -> None:
     task = rec()
     status, pending, used = Status.WORKING, set[str](), set[str]()
     for event in seq:
@@ -379,7 +393,7 @@ def test_random_sequences_match_a_simple_model(seq: list[Event]) -> None:
             status = Status.INPUT_REQUIRED if pending else Status.WORKING
         elif isinstance(event, Completed):
             status, pending = Status.COMPLETED, set()
-        elif isinstance(event, Failed):
+        elif isinstance(event, Failed | Expired | Stopped):
             status, pending = Status.FAILED, set()
         else:
             status, pending = Status.CANCELLED, set()
@@ -389,3 +403,28 @@ def test_random_sequences_match_a_simple_model(seq: list[Event]) -> None:
             pending,
             used,
         )
+
+
+@pytest.mark.parametrize(
+    ("event", "message"),
+    [
+        (Expired(), "Task expired before it finished"),
+        (Stopped(), "The server stopped before the task finished"),
+    ],
+)
+@pytest.mark.parametrize("start", [Status.WORKING, Status.INPUT_REQUIRED])
+def test_expiry_and_stopping_fail_the_task_they_never_cancel_it(
+    event: TaskEvent, message: str, start: Status
+) -> None:
+    before = rec(status=start, input_requests={"a": ASK} if start is Status.INPUT_REQUIRED else {})
+    after = apply(before, event, T0 + 1)
+    assert after.status is Status.FAILED
+    assert after.error == {"code": -32603, "message": message}
+    assert after.status_message == message and after.input_requests == {}
+
+
+@pytest.mark.parametrize("event", [Expired(), Stopped()])
+@pytest.mark.parametrize("status", sorted(TERMINAL))
+def test_expiry_and_stopping_leave_a_finished_task_alone(event: TaskEvent, status: Status) -> None:
+    done = rec(status=status)
+    assert apply(done, event, T0 + 1) is done

@@ -5,6 +5,7 @@ A new store (durable, shared, ...) joins by adding a zero-argument factory to ``
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 from collections.abc import Callable, Mapping
@@ -14,22 +15,24 @@ from typing import Any
 import pytest
 from task_records import record
 
+from presa_trio.errors import CapacityExceeded
 from presa_trio.ext.tasks._states import (
-    Cancelled,
+    CancelRequested,
     Completed,
     InputRequested,
     Status,
     TaskRecord,
     apply,
 )
-from presa_trio.ext.tasks._store import CapacityExceeded, Limits, MemoryTaskStore, TaskStore
+from presa_trio.ext.tasks._store import Limits, MemoryTaskStore, TaskStore
+from presa_trio.ext.tasks.testing import check_task_store
 
 StoreFactory = Callable[[], TaskStore]
 
 STORES: list[Any] = [pytest.param(MemoryTaskStore, id="memory")]
 
 T0 = 1_700_000_000_000
-UNLIMITED = Limits(max_tasks=None, max_active_per_scope=None)
+UNLIMITED = Limits(max_tasks=None, max_active_per_principal=None)
 RESULT: dict[str, Any] = {"content": [{"type": "text", "text": "done"}], "isError": False}
 
 
@@ -98,7 +101,7 @@ async def test_cas_with_current_revision(store: TaskStore) -> None:
 async def test_cas_with_stale_revision_fails(store: TaskStore) -> None:
     first = rec()
     await store.create(first, UNLIMITED)
-    assert await store.compare_and_set(apply(first, Cancelled(), T0 + 1), 0) is True
+    assert await store.compare_and_set(apply(first, CancelRequested(), T0 + 1), 0) is True
     assert await store.compare_and_set(done(first), 0) is False
     stored = await store.get("t-1")
     assert stored is not None and stored.status is Status.CANCELLED and stored.revision == 1
@@ -122,18 +125,18 @@ async def test_cas_unknown_id_fails_and_stores_nothing(store: TaskStore) -> None
 
 @pytest.mark.parametrize("n", [1, 3])
 async def test_max_tasks_refuses_the_next_create(store: TaskStore, n: int) -> None:
-    limits = Limits(max_tasks=n, max_active_per_scope=None)
+    limits = Limits(max_tasks=n, max_active_per_principal=None)
     for i in range(n):
-        await store.create(rec(f"t{i}", scope=f"s{i}"), limits)
+        await store.create(rec(f"t{i}", principal=f"s{i}"), limits)
     with pytest.raises(CapacityExceeded) as caught:
-        await store.create(rec("extra", scope="elsewhere"), limits)
+        await store.create(rec("extra", principal="elsewhere"), limits)
     assert caught.value.limit == "max_tasks"
     assert await store.get("extra") is None
     assert await store.count() == n
 
 
 async def test_max_tasks_counts_terminal_records_too(store: TaskStore) -> None:
-    limits = Limits(max_tasks=1, max_active_per_scope=None)
+    limits = Limits(max_tasks=1, max_active_per_principal=None)
     await store.create(rec(), limits)
     assert await store.compare_and_set(done(rec()), 0) is True
     with pytest.raises(CapacityExceeded) as caught:
@@ -142,27 +145,27 @@ async def test_max_tasks_counts_terminal_records_too(store: TaskStore) -> None:
 
 
 async def test_max_tasks_frees_after_delete_expired(store: TaskStore) -> None:
-    limits = Limits(max_tasks=1, max_active_per_scope=None)
+    limits = Limits(max_tasks=1, max_active_per_principal=None)
     await store.create(rec(ttl_ms=10), limits)
     assert await store.delete_expired(T0 + 10) == 1
     await store.create(rec("t-2"), limits)
     assert await store.count() == 1
 
 
-# -------------------------------------------------------- max_active_per_scope
+# -------------------------------------------------------- max_active_per_principal
 
-PER_SCOPE = Limits(max_tasks=None, max_active_per_scope=2)
-
-
-async def fill_scope(store: TaskStore, scope: str = "s") -> None:
-    await store.create(rec(f"{scope}-1", scope=scope, ttl_ms=10), PER_SCOPE)
-    await store.create(rec(f"{scope}-2", scope=scope), PER_SCOPE)
+PER_PRINCIPAL = Limits(max_tasks=None, max_active_per_principal=2)
 
 
-async def refused_in(store: TaskStore, task_id: str, scope: str = "s") -> None:
+async def fill_scope(store: TaskStore, principal: str = "s") -> None:
+    await store.create(rec(f"{principal}-1", principal=principal, ttl_ms=10), PER_PRINCIPAL)
+    await store.create(rec(f"{principal}-2", principal=principal), PER_PRINCIPAL)
+
+
+async def refused_in(store: TaskStore, task_id: str, principal: str = "s") -> None:
     with pytest.raises(CapacityExceeded) as caught:
-        await store.create(rec(task_id, scope=scope), PER_SCOPE)
-    assert caught.value.limit == "max_active_tasks_per_scope"
+        await store.create(rec(task_id, principal=principal), PER_PRINCIPAL)
+    assert caught.value.limit == "max_active_tasks_per_principal"
     assert await store.get(task_id) is None
 
 
@@ -174,19 +177,21 @@ async def test_per_scope_refuses_the_next_active_task(store: TaskStore) -> None:
 
 async def test_per_scope_leaves_other_scopes_alone(store: TaskStore) -> None:
     await fill_scope(store, "s")
-    await store.create(rec("o-1", scope="other"), PER_SCOPE)
-    await store.create(rec("o-2", scope="other"), PER_SCOPE)
-    await refused_in(store, "o-3", scope="other")
+    await store.create(rec("o-1", principal="other"), PER_PRINCIPAL)
+    await store.create(rec("o-2", principal="other"), PER_PRINCIPAL)
+    await refused_in(store, "o-3", principal="other")
     assert await store.count() == 4
 
 
-@pytest.mark.parametrize("event", [Completed(RESULT), Cancelled()], ids=["completed", "cancelled"])
+@pytest.mark.parametrize(
+    "event", [Completed(RESULT), CancelRequested()], ids=["completed", "cancelled"]
+)
 async def test_terminal_via_cas_frees_a_slot(store: TaskStore, event: Any) -> None:
     await fill_scope(store)
     first = await store.get("s-1")
     assert first is not None
     assert await store.compare_and_set(apply(first, event, T0 + 1), 0) is True
-    await store.create(rec("s-3"), PER_SCOPE)
+    await store.create(rec("s-3"), PER_PRINCIPAL)
     await refused_in(store, "s-4")
 
 
@@ -202,40 +207,40 @@ async def test_terminal_cas_twice_frees_only_one_slot(store: TaskStore) -> None:
     completed = done(rec("s-1", ttl_ms=10))
     assert await store.compare_and_set(completed, 0) is True
     assert await store.compare_and_set(replace(completed, revision=2), 1) is True
-    await store.create(rec("s-3"), PER_SCOPE)
+    await store.create(rec("s-3"), PER_PRINCIPAL)
     await refused_in(store, "s-4")
 
 
 async def test_deleting_expired_active_task_frees_its_slot(store: TaskStore) -> None:
     await fill_scope(store)
     assert await store.delete_expired(T0 + 10) == 1
-    await store.create(rec("s-3"), PER_SCOPE)
+    await store.create(rec("s-3"), PER_PRINCIPAL)
     await refused_in(store, "s-4")
 
 
 async def test_deleting_expired_terminal_task_frees_nothing_more(store: TaskStore) -> None:
     await fill_scope(store)
     assert await store.compare_and_set(done(rec("s-1", ttl_ms=10)), 0) is True
-    await store.create(rec("s-3"), PER_SCOPE)
+    await store.create(rec("s-3"), PER_PRINCIPAL)
     assert await store.delete_expired(T0 + 10) == 1
     await refused_in(store, "s-4")
 
 
 async def test_terminal_records_do_not_count_as_active(store: TaskStore) -> None:
-    # "counts only non-terminal tasks of the same scope": a record stored already terminal
+    # "counts only non-terminal tasks of the same principal": a record stored already terminal
     # (e.g. restored or imported) must not take an active slot.
-    limits = Limits(max_tasks=None, max_active_per_scope=1)
+    limits = Limits(max_tasks=None, max_active_per_principal=1)
     await store.create(done(rec("old")), limits)
     await store.create(rec("new"), limits)
     assert await store.count() == 2
 
 
 async def test_max_tasks_is_checked_with_per_scope_limit(store: TaskStore) -> None:
-    limits = Limits(max_tasks=2, max_active_per_scope=2)
-    await store.create(rec("a", scope="x"), limits)
-    await store.create(rec("b", scope="y"), limits)
+    limits = Limits(max_tasks=2, max_active_per_principal=2)
+    await store.create(rec("a", principal="x"), limits)
+    await store.create(rec("b", principal="y"), limits)
     with pytest.raises(CapacityExceeded) as caught:
-        await store.create(rec("c", scope="z"), limits)
+        await store.create(rec("c", principal="z"), limits)
     assert caught.value.limit == "max_tasks"
 
 
@@ -308,3 +313,53 @@ async def test_records_are_plain_data(store: TaskStore) -> None:
         assert plain(as_dict)
         json.dumps({k: v for k, v in as_dict.items() if k != "used_keys"})
         assert sorted(as_dict["used_keys"]) == ["a"]
+
+
+@pytest.mark.parametrize("factory", STORES)
+async def test_check_task_store_passes(factory: StoreFactory) -> None:
+    """The shipped contract checker (``presa_trio.ext.tasks.testing``) agrees with this suite."""
+    await check_task_store(lambda: contextlib.nullcontext(factory()))
+
+
+class LoseyStore:
+    """A broken store: compare-and-set ignores the revision (last writer wins)."""
+
+    def __init__(self) -> None:
+        self.inner = MemoryTaskStore()
+
+    async def create(self, task: TaskRecord, limits: Limits) -> None:
+        await self.inner.create(task, limits)
+
+    async def get(self, task_id: str) -> TaskRecord | None:
+        return await self.inner.get(task_id)
+
+    async def compare_and_set(self, task: TaskRecord, expected_revision: int) -> bool:
+        current = await self.inner.get(task.task_id)
+        if current is None:
+            return False
+        return await self.inner.compare_and_set(task, current.revision)
+
+    async def delete_expired(self, now_ms: int) -> int:
+        return await self.inner.delete_expired(now_ms)
+
+    async def count(self) -> int:
+        return await self.inner.count()
+
+
+class LazyStore(LoseyStore):
+    """A broken store: ``get`` answers without a checkpoint."""
+
+    async def compare_and_set(self, task: TaskRecord, expected_revision: int) -> bool:
+        return await self.inner.compare_and_set(task, expected_revision)
+
+    async def get(self, task_id: str) -> TaskRecord | None:
+        return self.inner._tasks.get(task_id)
+
+
+@pytest.mark.parametrize(
+    ("broken", "rule"),
+    [(LoseyStore, "compare_and_set"), (LazyStore, "checkpoints")],
+)
+async def test_check_task_store_catches_a_broken_store(broken: Any, rule: str) -> None:
+    with pytest.raises(AssertionError, match=f"^{rule}: "):
+        await check_task_store(lambda: contextlib.nullcontext(broken()))

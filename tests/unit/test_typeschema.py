@@ -1,4 +1,4 @@
-"""Unit tests for presa_trio._typeschema: exact schemas, validity, and sample instances.
+"""Unit tests for presa_trio._typeschema and _signature: exact schemas, validity, samples.
 
 No ``from __future__ import annotations`` here, so quoted hints stay plain strings.
 """
@@ -14,13 +14,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from presa_trio._typeschema import (
-    Param,
-    input_schema_for,
-    output_schema_for,
-    schema_for_type,
-    to_jsonable,
-)
+from presa_trio import Context
+from presa_trio._signature import Signature, input_schema_for, output_schema_for
+from presa_trio._typeschema import Param, schema_for_type, to_jsonable
 
 V = jsonschema.Draft202012Validator
 
@@ -43,10 +39,6 @@ def rejects(schema: dict[str, Any], *instances: object) -> None:
 
 
 # --- types used below (module level so string hints resolve) -------------------------------
-
-
-class Context:
-    """Stands in for the lead's context class; only its name matters."""
 
 
 class Color(enum.Enum):
@@ -482,10 +474,10 @@ def test_input_schema() -> None:
     rejects(schema, {}, {"city": "Oslo", "ctx": 1}, {"city": "Oslo", "units": "k"})
 
 
-def test_skip_and_no_required() -> None:
-    def tool(a: int = 1, b: str = "x", secret: str = "") -> None: ...
+def test_no_required() -> None:
+    def tool(a: int = 1, b: str = "x") -> None: ...
 
-    schema = checked(input_schema_for(tool, skip={"secret"}))
+    schema = checked(input_schema_for(tool))
     assert schema == {
         "type": "object",
         "properties": {
@@ -526,6 +518,35 @@ def test_unresolvable_context_string_is_still_skipped() -> None:
         "required": ["x"],
         "additionalProperties": False,
     }
+
+
+@dataclasses.dataclass
+class MyContext:
+    """A user's own class: not presa_trio's Context, whatever it is called."""
+
+    locale: str
+
+
+MyContext.__name__ = MyContext.__qualname__ = "Context"
+
+
+def test_a_users_class_named_context_is_an_ordinary_argument() -> None:
+    def tool(ctx: MyContext, x: int) -> None: ...
+
+    signature = Signature.of(tool)
+    assert signature.context_param is None
+    assert signature.names == {"ctx", "x"}
+    assert checked(signature.input_schema())["required"] == ["ctx", "x"]
+
+
+def test_the_context_parameter_is_found_once_for_schema_binding_and_prompts() -> None:
+    def tool(ctx: Context, name: str, count: int = 1) -> None: ...
+
+    signature = Signature.of(tool)
+    assert signature.context_param == "ctx"
+    assert signature.names == {"name", "count"}
+    assert list(signature.input_schema()["properties"]) == ["name", "count"]
+    assert signature.prompt_arguments() == [{"name": "name", "required": True}, {"name": "count"}]
 
 
 def test_unresolvable_parameter_names_itself() -> None:

@@ -1,8 +1,9 @@
-"""``TasksExtension``: SEP-2663 on presa_trio's generic extension hooks.
+"""``TasksExtension``: SEP-2663 on presa_trio's public extension hooks, and nothing else.
 
 It wraps ``tools/call`` with the per-tool task policy, routes ``tasks/get``, ``tasks/update``
-and ``tasks/cancel``, advertises ``io.modelcontextprotocol/tasks``, runs the task runner in the
-server's lifespan nursery, and accepts ``taskIds`` in ``subscriptions/listen`` filters.
+and ``tasks/cancel``, advertises ``io.modelcontextprotocol/tasks``, accepts ``taskIds`` in
+``subscriptions/listen`` filters, and starts a service per run: the task runner, the reaper
+and the run's store. It imports only public presa_trio modules.
 """
 
 from __future__ import annotations
@@ -12,25 +13,26 @@ import logging
 import secrets
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Literal
+from dataclasses import dataclass
+from typing import Any, Literal, final
 
 import trio
 
-from ..._context import Context
-from ..._dispatch import Method
-from ..._extensions import CallTool, Extension
-from ..._mrtr import RESPONSE_DEFINITIONS
-from ..._registry import Tool, error_result
-from ..._subscriptions import Event
-from ..._wire.dialect import RequestMeta, has_extension
-from ...errors import InternalError, InvalidParams, MissingCapability
+from ... import Context
+from ...errors import InternalError, InvalidParams, MissingCapability, ServiceUnavailable
+from ...extensions import (
+    CallNext,
+    Extension,
+    ExtensionContext,
+    Route,
+    Tool,
+    error_boundary,
+    error_result,
+)
 from . import _wire
 from ._runner import TaskHandle, TaskRunner
 from ._states import Status, TaskRecord
-from ._store import CapacityExceeded, Limits, MemoryTaskStore, TaskStore
-
-if TYPE_CHECKING:
-    from ..._server import Server
+from ._store import Limits, MemoryTaskStore, TaskStore
 
 logger = logging.getLogger("presa_trio.tasks")
 
@@ -48,14 +50,26 @@ def _unknown() -> InvalidParams:
     return InvalidParams("Unknown or inaccessible taskId")
 
 
+@final
+@dataclass(frozen=True, slots=True)
+class _Run:
+    """The tasks service of one run: where its records live and who runs its work."""
+
+    context: ExtensionContext
+    store: TaskStore
+    runner: TaskRunner
+
+
+@final
 class TasksExtension(Extension):
     """Long tool calls become tasks (SEP-2663).
 
     Give a tool a policy with ``@server.tool(options={"tasks": "optional"})``: ``"sync"`` (the
     default), ``"optional"`` (a task when the request declares the extension), ``"required"``
-    (-32021 otherwise), or a function ``(ctx, arguments) -> policy``. ``scope(ctx)`` names the
-    principal a task belongs to (default: the server's ``principal``); another scope's task is
-    indistinguishable from an unknown one.
+    (-32021 otherwise), or a function ``(ctx, arguments) -> policy``. ``principal(ctx)``
+    names who a task belongs to (default: the server's ``principal``); another principal's
+    task is indistinguishable from an unknown one. Without a ``store``, each run keeps its
+    tasks in memory.
     """
 
     id = _wire.EXTENSION_ID
@@ -68,58 +82,64 @@ class TasksExtension(Extension):
         poll_interval_ms: int | None = 250,
         limits: Limits | None = None,
         max_input_bytes: int = 262_144,
-        scope: Callable[[Context], str] | None = None,
+        principal: Callable[[Context], str] | None = None,
         reap_interval: float = 60.0,
         clock: Callable[[], float] = time.time,
     ) -> None:
         if ttl_ms is not None and ttl_ms <= 0:
             raise ValueError("ttl_ms must be positive (or None for unlimited)")
-        self.store = store if store is not None else MemoryTaskStore()
+        self.store = store
         self.ttl_ms = ttl_ms
         self.poll_interval_ms = poll_interval_ms
         self.limits = limits if limits is not None else Limits()
         self.max_input_bytes = max_input_bytes
-        self._scope = scope
+        self._principal = principal
         self.reap_interval = reap_interval
         self.clock = clock
-        self.server: Server | None = None
-        self.runner = TaskRunner(self.store, self.now_ms, self._publish)
 
-    def scope(self, ctx: Context) -> str:
-        """The principal a task belongs to: ``scope(ctx)``, else the server's ``principal``."""
-        if self._scope is not None:
-            return self._scope(ctx)
-        principal = ctx.server.principal
-        return principal(ctx) if principal is not None else ""
+    def principal(self, ctx: Context) -> str:
+        """Who a task belongs to: ``principal(ctx)``, else the server's principal."""
+        return self._principal(ctx) if self._principal is not None else ctx.principal
 
     def now_ms(self) -> int:
         return int(self.clock() * 1000)
 
     # ------------------------------------------------------------------ hooks
 
-    def methods(self, server: Server) -> Iterable[Method]:
-        self.server = server
-        gate = self._gate
+    def routes(self) -> Iterable[Route]:
         return [
-            Method("tasks/get", self._get, name_param="taskId", gate=gate),
-            Method("tasks/update", self._update, name_param="taskId", gate=gate),
-            Method("tasks/cancel", self._cancel, name_param="taskId", gate=gate),
+            Route("tasks/get", self._get, name_param="taskId", requires=REQUIRED),
+            Route("tasks/update", self._update, name_param="taskId", requires=REQUIRED),
+            Route("tasks/cancel", self._cancel, name_param="taskId", requires=REQUIRED),
         ]
 
-    async def serve(self, server: Server, *, task_status: trio.TaskStatus[None]) -> None:
-        """Run the task runner and the reaper inside the server's lifespan nursery."""
+    async def serve(self, context: ExtensionContext, *, task_status: trio.TaskStatus[Any]) -> None:
+        """One run's tasks service: its store, the task runner and the reaper."""
+        store = self.store if self.store is not None else MemoryTaskStore()
+
+        def publish(record: TaskRecord) -> None:
+            context.publish(
+                "notifications/tasks",
+                _wire.notification(record),
+                key="taskIds",
+                value=record.task_id,
+            )
+
+        runner = TaskRunner(store, self.now_ms, publish)
         async with trio.open_nursery() as nursery:
-            await nursery.start(self.runner.serve)
-            task_status.started()
+            await nursery.start(runner.serve)
+            task_status.started(_Run(context, store, runner))
             while True:
                 await trio.sleep(self.reap_interval)
-                await self.store.delete_expired(self.now_ms())
+                with error_boundary("the task reaper", logger):
+                    await store.delete_expired(self.now_ms())
 
     def filter_keys(self) -> frozenset[str]:
         return frozenset({"taskIds"})
 
     async def accept_filter(self, ctx: Context, requested: Mapping[str, Any]) -> dict[str, Any]:
-        self._gate(ctx.meta, {})
+        if not ctx.has_capability("extensions", self.id):
+            raise MissingCapability("Missing required client capability", REQUIRED)
         ids = requested.get("taskIds")
         if (
             not isinstance(ids, list)
@@ -129,15 +149,16 @@ class TasksExtension(Extension):
             raise InvalidParams(
                 f"taskIds must be a list of at most {MAX_LISTEN_TASK_IDS} non-empty task ids"
             )
-        accepted = [i for i in dict.fromkeys(ids) if await self._find(ctx, i) is not None]
+        run: _Run = ctx.service(self)
+        accepted = [i for i in dict.fromkeys(ids) if await self._find(run, ctx, i) is not None]
         return {"taskIds": accepted} if accepted else {}
 
     async def call_tool(
-        self, ctx: Context, tool: Tool, arguments: Mapping[str, Any], call_next: CallTool
+        self, ctx: Context, tool: Tool, arguments: Mapping[str, Any], call_next: CallNext
     ) -> dict[str, Any]:
         """Decide sync or task (T§3.2); create the task before answering."""
         policy = self._policy(ctx, tool, arguments)
-        declared = has_extension(ctx.capabilities, self.id)
+        declared = ctx.has_capability("extensions", self.id)
         if policy == "sync" or (policy == "optional" and not declared):
             return await call_next(ctx, tool, arguments)
         if not declared:
@@ -148,14 +169,12 @@ class TasksExtension(Extension):
         size = len(json.dumps(arguments, separators=(",", ":")).encode())
         if size > self.max_input_bytes:
             raise InvalidParams(f"Task input is larger than {self.max_input_bytes} bytes")
+        run: _Run = ctx.service(self)
+        if run.context.draining.is_set():
+            raise ServiceUnavailable("Server is shutting down; no new tasks are accepted")
         record = self._new_record(ctx, tool)
-        try:
-            await self.store.create(record, self.limits)
-        except CapacityExceeded as full:
-            raise InternalError(
-                "Task capacity exhausted", {"retryable": True, "limit": full.limit}
-            ) from None
-        self.runner.start(record, self._work(ctx, tool, arguments, call_next), ctx.input_responses)
+        work = self._work(ctx, tool, arguments, call_next)
+        await run.runner.launch(record, work, self.limits, ctx.input_responses)
         return _wire.creation(record)
 
     # ------------------------------------------------------------------ tools/call
@@ -177,7 +196,7 @@ class TasksExtension(Extension):
         now = self.now_ms()
         return TaskRecord(
             task_id=secrets.token_urlsafe(24),
-            scope=self.scope(ctx),
+            principal=self.principal(ctx),
             tool=tool.name,
             status=Status.WORKING,
             created_ms=now,
@@ -188,56 +207,52 @@ class TasksExtension(Extension):
         )
 
     def _work(
-        self, ctx: Context, tool: Tool, arguments: Mapping[str, Any], call_next: CallTool
+        self, ctx: Context, tool: Tool, arguments: Mapping[str, Any], call_next: CallNext
     ) -> Callable[[TaskHandle], Any]:
         """The detached call: same client facts, no way back to the creating request (T§5.3).
 
-        Only plain facts are captured, never ``ctx`` itself: a parked task must not keep the
-        creating request's responder, headers or stream alive.
+        Only the detached context is kept, never ``ctx`` itself: a parked task must not keep
+        the creating request's responder, headers or stream alive.
         """
-        server, request_id, meta = ctx.server, ctx.request_id, ctx.meta
-        params = {
-            k: v for k, v in ctx.params.items() if k not in ("inputResponses", "requestState")
-        }
         arguments = dict(arguments)
+        ctx_for = ctx.detached
 
         async def work(handle: TaskHandle) -> Mapping[str, Any]:
-            detached = Context(server, request_id, "tools/call", params, meta, _drop)
+            detached = ctx_for(handle.provide)
             detached.extras["task_id"] = handle.task_id
-            detached.input_provider = handle.provide
             result = await call_next(detached, tool, arguments)
-            if result.get("resultType") != "complete":
+            if result.get("resultType", "complete") != "complete":
                 raise InternalError("Task work ended without a complete result")
-            return server.stamp(dict(result))
+            return result
 
         return work
 
     # ------------------------------------------------------------------ tasks/* methods
 
-    def _gate(self, meta: RequestMeta, params: Mapping[str, Any]) -> None:
-        if not has_extension(meta.client_capabilities, self.id):
-            raise MissingCapability("Missing required client capability", REQUIRED)
-
-    async def _find(self, ctx: Context, task_id: str) -> TaskRecord | None:
-        record = await self.store.get(task_id)
-        if record is None or record.scope != self.scope(ctx) or record.expired(self.now_ms()):
+    async def _find(self, run: _Run, ctx: Context, task_id: str) -> TaskRecord | None:
+        record = await run.store.get(task_id)
+        if (
+            record is None
+            or record.principal != self.principal(ctx)
+            or record.expired(self.now_ms())
+        ):
             return None
         return record
 
-    async def _lookup(self, ctx: Context, params: Mapping[str, Any]) -> TaskRecord:
+    async def _lookup(self, run: _Run, ctx: Context, params: Mapping[str, Any]) -> TaskRecord:
         task_id = params.get("taskId")
         if not isinstance(task_id, str) or not task_id:
             raise InvalidParams("A non-empty taskId is required")
         if len(task_id.encode()) > MAX_TASK_ID_BYTES:
             raise InvalidParams(f"taskId is longer than {MAX_TASK_ID_BYTES} bytes")
-        record = await self._find(ctx, task_id)
+        record = await self._find(run, ctx, task_id)
         if record is None:
             raise _unknown()
         return record
 
     async def _get(self, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
-        record = await self._lookup(ctx, params)
-        return _stamp(ctx, _wire.detailed(record))
+        record = await self._lookup(ctx.service(self), ctx, params)
+        return _wire.detailed(record)
 
     async def _update(self, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
         responses = params.get("inputResponses")
@@ -245,39 +260,15 @@ class TasksExtension(Extension):
             raise InvalidParams("tasks/update requires an inputResponses object")
         if any(not key or not isinstance(value, dict) for key, value in responses.items()):
             raise InvalidParams("inputResponses is invalid")
-        record = await self._lookup(ctx, params)
-        for key, request in record.input_requests.items():
-            if key in responses:
-                definition = RESPONSE_DEFINITIONS.get(request.get("method", ""))
-                violations = (
-                    ctx.server.schemas.violations(definition, responses[key]) if definition else []
-                )
-                if violations:
-                    raise InvalidParams(f"inputResponses.{key} is not a valid {definition}")
-        await self.runner.deliver(record.task_id, responses)
-        return _stamp(ctx, {"resultType": "complete"})
+        run: _Run = ctx.service(self)
+        record = await self._lookup(run, ctx, params)
+        run.context.check_input_responses(record.input_requests, responses)
+        await run.runner.deliver(record.task_id, responses)
+        return {}
 
     async def _cancel(self, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
-        record = await self._lookup(ctx, params)
+        run: _Run = ctx.service(self)
+        record = await self._lookup(run, ctx, params)
         if not record.terminal:
-            await self.runner.cancel(record.task_id)
-        return _stamp(ctx, {"resultType": "complete"})
-
-    # ------------------------------------------------------------------ notifications
-
-    def _publish(self, record: TaskRecord) -> None:
-        if self.server is None:
-            return
-        task_id = record.task_id
-        params = _wire.notification(record)
-        self.server.bus.publish(
-            Event("notifications/tasks", params, lambda f: task_id in (f.get("taskIds") or ()))
-        )
-
-
-async def _drop(message: dict[str, Any]) -> None:
-    """A task has no stream: progress and log notifications go nowhere (SEP-2663)."""
-
-
-def _stamp(ctx: Context, result: dict[str, Any]) -> dict[str, Any]:
-    return ctx.server.stamp(result)
+            await run.runner.cancel(record.task_id)
+        return {}

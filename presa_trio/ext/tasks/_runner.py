@@ -1,33 +1,39 @@
-"""The task runner: each task a nursery with its own cancel scope, parked inputs on channels.
+"""The task runner: each task a nursery with its own cancel scope, parked inputs on channels
+(SEP-2663 §5).
 
-One runner nursery, owned by the server's lifespan, holds every task. A task is started with
-``nursery.start`` and lives in a nursery of its own whose cancel scope ``tasks/cancel``
-cancels, after committing ``cancelled`` (so a late result cannot resurrect it). A tool that
-needs input parks on one memory channel per key; ``tasks/update`` delivers into them. The
-task never sees its creating request's disconnect: it belongs to this runner, not to it.
+One runner nursery, owned by the run's tasks service, holds every task, each started with
+``nursery.start``. A task's cancel scope exists before its record is stored, so a
+``tasks/cancel`` that arrives at once finds it;
+``tasks/cancel`` commits ``cancelled`` first and only then cancels that scope (so a late
+result cannot resurrect it). A tool that needs input parks on one memory channel per key;
+``tasks/update`` delivers into them. Every task runs behind an error boundary: nothing a tool
+does, and no store failure, reaches the runner nursery or another task.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, final
 
 import trio
 
-from ...errors import InternalError, McpError
+from ...extensions import error_boundary, protocol_error
 from ._states import (
-    Cancelled,
+    CancelRequested,
     Completed,
-    Event,
+    Expired,
     Failed,
     InputRequested,
     InputsAccepted,
+    Stopped,
+    TaskEvent,
     TaskRecord,
     apply,
 )
-from ._store import TaskStore
+from ._store import Limits, TaskStore
 
 logger = logging.getLogger("presa_trio.tasks")
 
@@ -35,28 +41,40 @@ Work = Callable[["TaskHandle"], Awaitable[Mapping[str, Any]]]
 Publish = Callable[[TaskRecord], None]
 
 CANCEL_WAIT_SECONDS = 5.0  # how long tasks/cancel waits for the tool's cleanup before acking
-COMMIT_SECONDS = 5.0  # bound on a shielded final commit while being cancelled
+COMMIT_SECONDS = 5.0  # bound on a shielded final commit
 
 
 @dataclass(eq=False, slots=True)
 class _Live:
-    """The trio side of one running task; never stored."""
+    """The trio side of one task; never stored. Its scope exists before its record does."""
 
-    scope: trio.CancelScope | None = None  # the task nursery's, once it runs
-    cancelled: bool = False  # a cancel that arrived before the task first ran
+    scope: trio.CancelScope = field(default_factory=trio.CancelScope)
     done: trio.Event = field(default_factory=trio.Event)
     parked: dict[str, trio.MemorySendChannel[Any]] = field(default_factory=dict)
 
 
+@final
 class TaskHandle:
-    """What a running task's work sees: its id and a way to park on input."""
+    """What a running task's work sees: its id, its own nursery, and a way to park on input.
 
-    __slots__ = ("_live", "_runner", "answered", "task_id")
+    ``nursery`` is the task's nursery: children started there belong to the task, are
+    cancelled with it, and an error in one fails it.
+    """
 
-    def __init__(self, runner: TaskRunner, task_id: str, live: _Live, answered: Mapping[str, Any]):
+    __slots__ = ("_live", "_runner", "answered", "nursery", "task_id")
+
+    def __init__(
+        self,
+        runner: TaskRunner,
+        task_id: str,
+        live: _Live,
+        answered: Mapping[str, Any],
+        nursery: trio.Nursery,
+    ) -> None:
         self._runner = runner
         self._live = live
         self.task_id = task_id
+        self.nursery = nursery
         # Answers the creating request already carried (MRTR before creation, T§6.2).
         self.answered = dict(answered)
 
@@ -69,6 +87,7 @@ class TaskHandle:
         found = {k: self.answered[k] for k in requests if k in self.answered}
         missing = {k: v for k, v in requests.items() if k not in found}
         if not missing:
+            await trio.lowlevel.checkpoint()
             return found
         receivers: dict[str, trio.MemoryReceiveChannel[Any]] = {}
         for key in missing:
@@ -86,6 +105,7 @@ class TaskHandle:
         return found
 
 
+@final
 class TaskRunner:
     """Runs task work in its own nursery; commits every state change through the store."""
 
@@ -101,7 +121,7 @@ class TaskRunner:
     @property
     def nursery(self) -> trio.Nursery:
         if self._nursery is None:
-            raise RuntimeError("the task runner is not running (is the server's lifespan on?)")
+            raise RuntimeError("the task runner is not running")
         return self._nursery
 
     @property
@@ -109,10 +129,11 @@ class TaskRunner:
         return len(self._live)
 
     def parked_count(self) -> int:
+        """How many input channels are parked, over all tasks (0 when nothing waits)."""
         return sum(len(live.parked) for live in self._live.values())
 
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Own the runner nursery until cancelled (at server shutdown every task is cancelled)."""
+        """Own the runner nursery until cancelled; every task is a child of it."""
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             try:
@@ -121,48 +142,89 @@ class TaskRunner:
             finally:
                 self._nursery = None
 
-    def start(
-        self, record: TaskRecord, work: Work, answered: Mapping[str, Any] | None = None
+    async def launch(
+        self,
+        record: TaskRecord,
+        work: Work,
+        limits: Limits,
+        answered: Mapping[str, Any] | None = None,
     ) -> None:
-        """Start ``work`` for an already stored task, as a child of the runner nursery.
+        """Store ``record`` and start ``work`` for it, or raise and store nothing.
 
-        The task is registered before this returns, so a ``tasks/cancel`` that arrives before
-        it first runs still reaches it.
+        The task starts with ``nursery.start``: its cancel scope is registered before the
+        record is stored, and when this returns the task is running in the runner nursery.
+        Storing and starting happen under a shield, together: a creating request cancelled
+        half-way (its client went away) can neither leave a record with no work behind it nor
+        work with no record. A refusal (capacity, a store error) raises here.
         """
-        live = _Live()
-        self._live[record.task_id] = live
-        self.nursery.start_soon(self._run, record, work, dict(answered or {}), live)
+        with trio.CancelScope(shield=True):
+            await self.nursery.start(self._run, record, work, dict(answered or {}), limits)
 
     async def _run(
-        self, record: TaskRecord, work: Work, answered: dict[str, Any], live: _Live
+        self,
+        record: TaskRecord,
+        work: Work,
+        answered: dict[str, Any],
+        limits: Limits,
+        *,
+        task_status: trio.TaskStatus[None],
     ) -> None:
-        outcome: Event = Cancelled("Task stopped before it finished")
+        live = _Live()
+        self._live[record.task_id] = live
         try:
-            async with trio.open_nursery() as task_nursery:  # the task's own nursery and scope
-                live.scope = task_nursery.cancel_scope
-                if live.cancelled:  # cancelled before it ever ran: the work never starts
+            await self.store.create(record, limits)
+        except BaseException:
+            del self._live[record.task_id]
+            raise
+        task_status.started()
+        outcome: TaskEvent = Stopped()  # what stands if the runner itself is cancelled
+        try:
+            with live.scope:  # tasks/cancel cancels this, after committing "cancelled"
+                if live.scope.cancel_called:  # cancelled before the work began: never start it
+                    outcome = CancelRequested()
                     return
-                if record.ttl_ms is not None:  # work never outlives the task's TTL
-                    deadline_ms = record.created_ms + record.ttl_ms - self.now_ms()
-                    live.scope.deadline = trio.current_time() + deadline_ms / 1000
-                handle = TaskHandle(self, record.task_id, live, answered)
-                try:
-                    outcome = Completed(dict(await work(handle)))
-                except McpError as error:  # a protocol error: the task fails with it inlined
-                    outcome = Failed(error.to_error())
-                except Exception:  # a bug in the work: fail without leaking detail (T§5.1)
-                    logger.exception("task %s raised", record.task_id)
-                    outcome = Failed(InternalError("Internal error").to_error())
+                with trio.move_on_at(self._deadline(record)) as ttl:
+                    outcome = await self._attempt(record, work, answered, live)
+                if ttl.cancelled_caught:
+                    outcome = Expired()
+            if live.scope.cancelled_caught:
+                outcome = CancelRequested()
         finally:
             for send in live.parked.values():  # release any channel still parked
                 send.close()
             live.parked.clear()
             with trio.move_on_after(COMMIT_SECONDS, shield=True):
-                await self.commit(record.task_id, outcome)
+                with error_boundary(f"recording the outcome of task {record.task_id}", logger):
+                    await self.commit(record.task_id, outcome)
             del self._live[record.task_id]
             live.done.set()
 
-    async def commit(self, task_id: str, event: Event) -> TaskRecord | None:
+    def _deadline(self, record: TaskRecord) -> float:
+        """When the task's TTL runs out, on trio's clock: work never outlives its task."""
+        if record.ttl_ms is None:
+            return math.inf
+        left_ms = record.created_ms + record.ttl_ms - self.now_ms()
+        return trio.current_time() + left_ms / 1000
+
+    async def _attempt(
+        self, record: TaskRecord, work: Work, answered: dict[str, Any], live: _Live
+    ) -> TaskEvent:
+        """Run the work in the task's own nursery; its outcome, whatever it raised.
+
+        A protocol error fails the task with that error inlined; any other error (also from
+        a child, or in a group with the task's cancellation) is logged and fails it without
+        detail (T§5.1). Cancellation propagates to the scope that asked for it.
+        """
+        try:
+            async with trio.open_nursery() as nursery:
+                handle = TaskHandle(self, record.task_id, live, answered, nursery)
+                result = await work(handle)
+            return Completed(dict(result))
+        except BaseException as exc:
+            error = protocol_error(exc, f"task {record.task_id}", log=logger)
+            return Failed(error.to_error())
+
+    async def commit(self, task_id: str, event: TaskEvent) -> TaskRecord | None:
         """Apply ``event`` with compare-and-set, retrying on conflict; None if the task is gone."""
         while True:
             current = await self.store.get(task_id)
@@ -173,34 +235,44 @@ class TaskRunner:
                 return current
             if await self.store.compare_and_set(updated, current.revision):
                 if self.publish is not None:
-                    self.publish(updated)
+                    with error_boundary(f"announcing task {task_id}", logger):
+                        self.publish(updated)
                 return updated
 
     async def deliver(self, task_id: str, responses: Mapping[str, Any]) -> None:
-        """``tasks/update``: accept the answers to pending keys and wake their waiters."""
+        """``tasks/update``: accept the answers to pending keys and wake their waiters.
+
+        Accepting (the commit) and waking (the channel sends) happen together, shielded:
+        a request cancelled half-way cannot mark inputs accepted that no waiter received.
+        """
         live = self._live.get(task_id)
         if live is None:
+            await trio.lowlevel.checkpoint()
             return
-        current = await self.store.get(task_id)
-        if current is None:
-            return
-        keys = frozenset(responses) & current.input_requests.keys() & live.parked.keys()
-        if not keys:
-            return
-        await self.commit(task_id, InputsAccepted(keys))
-        for key in keys:
-            send = live.parked.pop(key, None)
-            if send is not None:
-                send.send_nowait(responses[key])
+        with trio.CancelScope(shield=True):
+            current = await self.store.get(task_id)
+            if current is None:
+                return
+            keys = frozenset(responses) & current.input_requests.keys() & live.parked.keys()
+            if not keys:
+                return
+            await self.commit(task_id, InputsAccepted(keys))
+            for key in keys:
+                send = live.parked.pop(key, None)
+                if send is not None:
+                    send.send_nowait(responses[key])
 
     async def cancel(self, task_id: str) -> None:
-        """``tasks/cancel``: commit ``cancelled``, cancel the task's scope, wait (bounded)."""
-        await self.commit(task_id, Cancelled())
-        live = self._live.get(task_id)
-        if live is None:
-            return
-        live.cancelled = True
-        if live.scope is not None:
-            live.scope.cancel()
-        with trio.move_on_after(CANCEL_WAIT_SECONDS):
-            await live.done.wait()
+        """``tasks/cancel``: commit ``cancelled``, cancel the task's scope, wait (bounded).
+
+        The commit and the scope cancel happen together, shielded: ``cancelled`` is never
+        recorded for a task whose work then runs on to completion.
+        """
+        with trio.CancelScope(shield=True):
+            await self.commit(task_id, CancelRequested())
+            live = self._live.get(task_id)
+            if live is not None:
+                live.scope.cancel()
+        if live is not None:
+            with trio.move_on_after(CANCEL_WAIT_SECONDS):
+                await live.done.wait()

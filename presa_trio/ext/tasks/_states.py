@@ -2,7 +2,9 @@
 
 A ``TaskRecord`` is plain, immutable data (no trio objects), so any store can keep it. The
 transition table is data a reader can audit; terminal states are sticky, so a late result
-can never resurrect a cancelled task. Input keys are unique for a task's whole life.
+can never resurrect a cancelled task. Input keys are unique for a task's whole life. How a
+task ended is an event of its own (cancelled by a client, expired, stopped with the server),
+even where two of them land in the same wire status.
 """
 
 from __future__ import annotations
@@ -10,7 +12,9 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, final
+
+from ...errors import InternalError
 
 
 class Status(enum.StrEnum):
@@ -37,16 +41,24 @@ TRANSITIONS: Mapping[Status, frozenset[Status]] = {
 }
 
 
-class KeyReused(ValueError):
+class InvalidTransition(InternalError):
+    """A state change the table does not allow: a bug in the caller, answered -32603."""
+
+
+class KeyReused(InvalidTransition):
     """An input key was asked for twice in one task's life."""
 
 
+@final
 @dataclass(frozen=True, slots=True)
 class TaskRecord:
-    """Everything stored about one task. Times are integer milliseconds since the epoch."""
+    """Everything stored about one task. Times are integer milliseconds since the epoch.
+
+    ``principal`` is who the task belongs to: another principal's task is invisible.
+    """
 
     task_id: str
-    scope: str
+    principal: str
     tool: str
     status: Status
     created_ms: int
@@ -72,35 +84,60 @@ class TaskRecord:
 # ---------------------------------------------------------------------- events
 
 
+@final
 @dataclass(frozen=True, slots=True)
 class InputRequested:
     requests: Mapping[str, Mapping[str, Any]]
 
 
+@final
 @dataclass(frozen=True, slots=True)
 class InputsAccepted:
     keys: frozenset[str]
 
 
+@final
 @dataclass(frozen=True, slots=True)
 class Completed:
     result: Mapping[str, Any]
 
 
+@final
 @dataclass(frozen=True, slots=True)
 class Failed:
     error: Mapping[str, Any]
 
 
+@final
 @dataclass(frozen=True, slots=True)
-class Cancelled:
+class CancelRequested:
+    """A client's ``tasks/cancel`` (never anything else: see ``Expired`` and ``Stopped``)."""
+
     message: str = "Cancellation requested"
 
 
-Event = InputRequested | InputsAccepted | Completed | Failed | Cancelled
+@final
+@dataclass(frozen=True, slots=True)
+class Expired:
+    """The task's TTL ran out while it was still working: it fails, it was not cancelled."""
+
+    message: str = "Task expired before it finished"
 
 
-def apply(task: TaskRecord, event: Event, now_ms: int) -> TaskRecord:
+@final
+@dataclass(frozen=True, slots=True)
+class Stopped:
+    """The server stopped (shutdown, or a lost worker) before the task finished."""
+
+    message: str = "The server stopped before the task finished"
+
+
+TaskEvent = (
+    InputRequested | InputsAccepted | Completed | Failed | CancelRequested | Expired | Stopped
+)
+
+
+def apply(task: TaskRecord, event: TaskEvent, now_ms: int) -> TaskRecord:
     """The task after ``event``; the same object when the event changes nothing.
 
     A terminal task ignores every event. Asking again for a key already used raises
@@ -139,20 +176,22 @@ def apply(task: TaskRecord, event: Event, now_ms: int) -> TaskRecord:
             status_message=None,
         )
     if isinstance(event, Failed):
-        return _move(
-            task,
-            Status.FAILED,
-            now_ms,
-            error=event.error,
-            input_requests={},
-            status_message=str(event.error.get("message", "Task failed")),
-        )
+        return _fail(task, event.error, now_ms)
+    if isinstance(event, Expired | Stopped):
+        return _fail(task, InternalError(event.message).to_error(), now_ms)
     return _move(task, Status.CANCELLED, now_ms, input_requests={}, status_message=event.message)
+
+
+def _fail(task: TaskRecord, error: Mapping[str, Any], now_ms: int) -> TaskRecord:
+    message = str(error.get("message", "Task failed"))
+    return _move(
+        task, Status.FAILED, now_ms, error=error, input_requests={}, status_message=message
+    )
 
 
 def _move(task: TaskRecord, status: Status, now_ms: int, **changes: Any) -> TaskRecord:
     if status is not task.status and status not in TRANSITIONS[task.status]:
-        raise ValueError(f"no transition {task.status} -> {status}")
+        raise InvalidTransition(f"no transition {task.status} -> {status}")
     return replace(
         task,
         status=status,

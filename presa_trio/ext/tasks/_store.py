@@ -1,35 +1,46 @@
-"""Task stores: the interface any store implements, and the default in-memory store.
+"""Task stores: the contract any store keeps, and the default in-memory store (SEP-2663 §5).
 
 A store keeps ``TaskRecord`` values (plain data) keyed by id: atomic create under capacity
 limits, get, compare-and-set by revision, and deletion of expired records. It holds no trio
-objects and runs no work, so a durable or shared store can implement the same interface.
+objects and runs no work; ``presa_trio.ext.tasks.testing.check_task_store`` checks a store
+against this contract, so a durable or shared store proves itself the same way.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, final
 
+import trio
+
+from ...errors import CapacityExceeded
 from ._states import TaskRecord
 
 
+@final
 @dataclass(frozen=True, slots=True)
 class Limits:
     """Capacity limits checked atomically with creation (None: unlimited)."""
 
     max_tasks: int | None = 10_000
-    max_active_per_scope: int | None = 1_000
-
-
-class CapacityExceeded(Exception):
-    """Creation refused: ``limit`` names which one ("max_tasks", "max_active_tasks_per_scope")."""
-
-    def __init__(self, limit: str) -> None:
-        super().__init__(limit)
-        self.limit = limit
+    max_active_per_principal: int | None = 1_000
 
 
 class TaskStore(Protocol):
+    """What the task runner and the ``tasks/*`` methods need of a store.
+
+    The contract, for every implementation:
+
+    - **Every method is a checkpoint** (it yields to trio once at least, even when the answer
+      is at hand), so callers are correct the day a store really waits.
+    - **Cancellation is all or nothing**: a call cancelled before its effect leaves the store
+      unchanged; once the effect happened the call completes. Never half a record.
+    - **Compare-and-set is atomic**: of several ``compare_and_set`` calls at the same revision,
+      exactly one succeeds, whatever the concurrency.
+    - ``create`` checks ``limits`` in the same atomic step that stores the record.
+    - Records come back equal to what was stored (``TaskRecord`` is plain data).
+    """
+
     async def create(self, task: TaskRecord, limits: Limits) -> None:
         """Store a new task, or raise ``CapacityExceeded`` storing nothing."""
 
@@ -46,51 +57,64 @@ class TaskStore(Protocol):
         """How many records are stored."""
 
 
+@final
 class MemoryTaskStore:
-    """The default store: a dict in this process. Tasks die with the process."""
+    """The default store: a dict in this process. Tasks die with the process (or the run).
+
+    Each method checkpoints first and then acts without yielding, which is what makes it
+    atomic and all-or-nothing under cancellation.
+    """
 
     def __init__(self) -> None:
         self._tasks: dict[str, TaskRecord] = {}
-        self._active: dict[str, int] = {}  # scope -> non-terminal tasks
+        self._active: dict[str, int] = {}  # principal -> non-terminal tasks
 
     async def create(self, task: TaskRecord, limits: Limits) -> None:
+        await trio.lowlevel.checkpoint()
         if task.task_id in self._tasks:
             raise ValueError(f"task {task.task_id!r} exists")
         if limits.max_tasks is not None and len(self._tasks) >= limits.max_tasks:
-            raise CapacityExceeded("max_tasks")
-        active = self._active.get(task.scope, 0)
-        if limits.max_active_per_scope is not None and active >= limits.max_active_per_scope:
-            raise CapacityExceeded("max_active_tasks_per_scope")
+            raise CapacityExceeded("max_tasks", "Task capacity exhausted")
+        active = self._active.get(task.principal, 0)
+        if (
+            limits.max_active_per_principal is not None
+            and active >= limits.max_active_per_principal
+        ):
+            raise CapacityExceeded("max_active_tasks_per_principal", "Task capacity exhausted")
         self._tasks[task.task_id] = task
         if not task.terminal:
-            self._active[task.scope] = active + 1
+            self._active[task.principal] = active + 1
 
     async def get(self, task_id: str) -> TaskRecord | None:
+        await trio.lowlevel.checkpoint()
         return self._tasks.get(task_id)
 
     async def compare_and_set(self, task: TaskRecord, expected_revision: int) -> bool:
+        await trio.lowlevel.checkpoint()
         current = self._tasks.get(task.task_id)
         if current is None or current.revision != expected_revision:
             return False
         self._tasks[task.task_id] = task
         if task.terminal and not current.terminal:
-            self._release(task.scope)
+            self._release(task.principal)
         return True
 
     async def delete_expired(self, now_ms: int) -> int:
+        await trio.lowlevel.checkpoint()
         expired = [t for t in self._tasks.values() if t.expired(now_ms)]
         for task in expired:
             del self._tasks[task.task_id]
             if not task.terminal:
-                self._release(task.scope)
+                self._release(task.principal)
         return len(expired)
 
     async def count(self) -> int:
+        await trio.lowlevel.checkpoint()
         return len(self._tasks)
 
-    def _release(self, scope: str) -> None:
-        left = self._active.get(scope, 0) - 1
+    def _release(self, principal: str) -> None:
+        left = self._active.get(principal, 0) - 1
         if left > 0:
-            self._active[scope] = left
+            self._active[principal] = left
         else:
-            self._active.pop(scope, None)
+            self._active.pop(principal, None)

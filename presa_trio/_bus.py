@@ -2,16 +2,16 @@
 
 Each open listen stream is a ``Listener`` holding a bounded trio memory channel; publishing
 is non-blocking fan-out to the listeners whose filter matches. A listener that falls too far
-behind is closed rather than letting memory grow. One process only: several workers need a
-shared bus (see the README).
+behind is cut off (marked ``overflowed``, so its stream can say events were lost) rather than
+letting memory grow. One bus per run; it knows nothing of other processes.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, final
 
 import trio
 
@@ -21,24 +21,52 @@ RESOURCE_SUBSCRIPTIONS = "resourceSubscriptions"
 
 
 @dataclass(frozen=True, slots=True)
-class Event:
-    """One notification to fan out: method, params (without the subscription tag), audience."""
+class BusEvent:
+    """One notification to fan out, as plain data (so it can cross processes, too).
+
+    ``key`` is the listen-filter key that selects it. With no ``value`` the filter's flag
+    must be true (``toolsListChanged: true``); with one, an entry of the filter's list must
+    cover it: equal, or for ``resourceSubscriptions`` a parent URI of it.
+    """
 
     method: str
     params: Mapping[str, Any]
-    matches: Callable[[Mapping[str, Any]], bool]
+    key: str
+    value: str | None = None
+
+    def matches(self, agreed: Mapping[str, Any]) -> bool:
+        if self.value is None:
+            return agreed.get(self.key) is True
+        entries = agreed.get(self.key)
+        if not isinstance(entries, list | tuple):
+            return False
+        if self.key == RESOURCE_SUBSCRIPTIONS:
+            return any(_covers(entry, self.value) for entry in entries)
+        return self.value in entries
+
+
+def _covers(watched: object, uri: str) -> bool:
+    return isinstance(watched, str) and (
+        uri == watched or uri.startswith(watched.rstrip("/") + "/")
+    )
 
 
 @dataclass(eq=False, slots=True)
 class Listener:
-    """One open listen stream: its agreed filter and the channel its events arrive on."""
+    """One open listen stream: its agreed filter and the channel its events arrive on.
+
+    ``overflowed`` is set when the bus cut this listener off because it fell behind: its
+    channel then ends early, and the stream must not pretend that was a clean end.
+    """
 
     subscription_id: int | str
     filter: Mapping[str, Any]
-    send: trio.MemorySendChannel[Event]
-    receive: trio.MemoryReceiveChannel[Event]
+    send: trio.MemorySendChannel[BusEvent]
+    receive: trio.MemoryReceiveChannel[BusEvent]
+    overflowed: bool = False
 
 
+@final
 class SubscriptionBus:
     """Fan-out of change notifications to every matching open listener."""
 
@@ -56,7 +84,7 @@ class SubscriptionBus:
         self, subscription_id: int | str, agreed: Mapping[str, Any]
     ) -> AsyncIterator[Listener]:
         """Register a listener for the duration of the block; always unregistered after."""
-        send, receive = trio.open_memory_channel[Event](self._buffer)
+        send, receive = trio.open_memory_channel[BusEvent](self._buffer)
         listener = Listener(subscription_id, agreed, send, receive)
         if self._closed:
             send.close()
@@ -69,7 +97,7 @@ class SubscriptionBus:
             send.close()
             receive.close()
 
-    def publish(self, event: Event) -> int:
+    def publish(self, event: BusEvent) -> int:
         """Deliver to matching listeners without blocking; returns how many got it."""
         delivered = 0
         for listener in list(self._listeners):
@@ -79,6 +107,7 @@ class SubscriptionBus:
                 listener.send.send_nowait(event)
                 delivered += 1
             except trio.WouldBlock:  # a stuck consumer: end its stream, keep the rest going
+                listener.overflowed = True
                 listener.send.close()
                 self._listeners.discard(listener)
             except trio.ClosedResourceError:
@@ -93,13 +122,9 @@ class SubscriptionBus:
         self._listeners.clear()
 
 
-def flag_event(method: str, flag: str) -> Event:
-    return Event(method, {}, lambda f: f.get(flag) is True)
+def flag_event(method: str, flag: str) -> BusEvent:
+    return BusEvent(method, {}, flag)
 
 
-def resource_updated_event(uri: str) -> Event:
-    def matches(agreed: Mapping[str, Any]) -> bool:
-        watched = agreed.get(RESOURCE_SUBSCRIPTIONS) or ()
-        return any(uri == w or uri.startswith(w.rstrip("/") + "/") for w in watched)
-
-    return Event("notifications/resources/updated", {"uri": uri}, matches)
+def resource_updated_event(uri: str) -> BusEvent:
+    return BusEvent("notifications/resources/updated", {"uri": uri}, RESOURCE_SUBSCRIPTIONS, uri)

@@ -1,0 +1,230 @@
+"""The core request methods of 2026-07-28 as routes: discover, tools, resources, prompts,
+completion and listen (wire §4-§11).
+
+Each handler is a module-level function of ``Served`` (bound once, when the server is built),
+the ``Context`` and the already-admitted params; it returns the bare result (the dispatcher
+stamps ``resultType`` and ``serverInfo``) or raises an ``McpError``. Routing, validation and
+error responses are the dispatcher's.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Mapping
+from functools import partial
+from typing import Any
+
+from ._context import Context
+from ._extensions import CallNext
+from ._listen import listen
+from ._registry import Tool
+from ._routes import Route
+from ._served import Served
+from ._wire.headers import check_params
+from .errors import InvalidParams
+
+
+def page(items: list[Any], cursor: object, size: int | None) -> tuple[list[Any], str | None]:
+    """Cut one page from a sorted list; the cursor is an opaque encoding of the offset."""
+    start = 0
+    if cursor is not None and cursor != "":
+        try:
+            start = int(base64.urlsafe_b64decode(str(cursor).encode()).decode().removeprefix("o:"))
+        except (ValueError, binascii.Error, UnicodeDecodeError):
+            raise InvalidParams("Invalid cursor") from None
+        if not 0 <= start <= len(items):
+            raise InvalidParams("Invalid cursor")
+    if size is None:
+        return items[start:], None
+    end = start + size
+    next_cursor = (
+        base64.urlsafe_b64encode(f"o:{end}".encode()).decode() if end < len(items) else None
+    )
+    return items[start:end], next_cursor
+
+
+def _listing(served: Served, key: str, entries: list[Any], cursor: object) -> dict[str, Any]:
+    """A cacheable list result (wire §9): one page of ``entries`` under ``key``."""
+    items, next_cursor = page(entries, cursor, served.settings.page_size)
+    result: dict[str, Any] = {key: items}
+    if next_cursor is not None:
+        result["nextCursor"] = next_cursor
+    result["ttlMs"] = served.settings.list_ttl_ms
+    result["cacheScope"] = served.settings.cache_scope
+    return result
+
+
+async def discover(served: Served, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    result: dict[str, Any] = {
+        "supportedVersions": list(served.settings.supported_versions),
+        "capabilities": served.capabilities(),
+    }
+    if served.settings.instructions is not None:
+        result["instructions"] = served.settings.instructions
+    result["ttlMs"] = served.settings.list_ttl_ms
+    result["cacheScope"] = served.settings.cache_scope
+    return result
+
+
+async def list_tools(served: Served, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    tools = served.registry.tools
+    return _listing(served, "tools", [tools[n].wire for n in sorted(tools)], params.get("cursor"))
+
+
+async def _call(ctx: Context, tool: Tool, arguments: Mapping[str, Any]) -> dict[str, Any]:
+    return await tool.call(ctx, arguments)
+
+
+def _through(extension: Any, call_next: CallNext) -> CallNext:
+    async def call(ctx: Context, tool: Tool, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        result: dict[str, Any] = await extension.call_tool(ctx, tool, arguments, call_next)
+        return result
+
+    return call
+
+
+async def call_tool(served: Served, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    name = params["name"]
+    tool = served.registry.tools.get(name)
+    if tool is None:
+        raise InvalidParams(f"Unknown tool: {name}")
+    arguments: dict[str, Any] = params.get("arguments") or {}
+    if ctx.headers is not None and tool.header_params:
+        check_params(ctx.headers, tool.header_params, arguments)
+    call: CallNext = _call
+    for extension in reversed(served.extensions):  # the first added is the outermost
+        call = _through(extension, call)
+    return await call(ctx, tool, arguments)
+
+
+async def list_resources(served: Served, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    entries = [r.describe() for r in served.registry.resources.values()]
+    return _listing(served, "resources", entries, params.get("cursor"))
+
+
+async def list_templates(served: Served, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    entries = [t.describe() for t in served.registry.templates.values()]
+    return _listing(served, "resourceTemplates", entries, params.get("cursor"))
+
+
+async def read_resource(served: Served, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    uri = params["uri"]
+    found = served.registry.find_resource(uri)
+    if found is None:
+        raise InvalidParams("Resource not found", {"uri": uri})  # SEP-2164, never -32002
+    resource, variables = found
+    return await resource.read(ctx, uri, variables)
+
+
+async def list_prompts(served: Served, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    entries = [p.describe() for p in served.registry.prompts.values()]
+    return _listing(served, "prompts", entries, params.get("cursor"))
+
+
+async def get_prompt(served: Served, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    name = params["name"]
+    prompt = served.registry.prompts.get(name)
+    if prompt is None:
+        raise InvalidParams(f"Unknown prompt: {name}")
+    return await prompt.get(ctx, params.get("arguments") or {})
+
+
+async def complete(served: Served, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    registry, ref = served.registry, params["ref"]
+    if ref["type"] == "ref/prompt":
+        key = ("ref/prompt", ref["name"])
+        if ref["name"] not in registry.prompts:
+            raise InvalidParams(f"Unknown prompt: {ref['name']}")
+    else:
+        key = ("ref/resource", ref["uri"])
+        if ref["uri"] not in registry.templates and ref["uri"] not in registry.resources:
+            raise InvalidParams(f"Unknown resource: {ref['uri']}")
+    completer = registry.completers.get(key)
+    if completer is None:
+        return {"completion": {"values": [], "total": 0, "hasMore": False}}
+    context = (params.get("context") or {}).get("arguments") or {}
+    argument = params["argument"]
+    return {
+        "completion": await completer.complete(ctx, argument["name"], argument["value"], context)
+    }
+
+
+def core_routes(served: Served) -> list[Route]:
+    """The method table of the core protocol for one server."""
+    registry = served.registry
+    has_tools = lambda: bool(registry.tools)  # noqa: E731
+    has_resources = lambda: registry.serves_resources  # noqa: E731
+    has_prompts = lambda: bool(registry.prompts)  # noqa: E731
+    return [
+        Route("server/discover", partial(discover, served), "DiscoverRequest", "DiscoverResult"),
+        Route(
+            "tools/list",
+            partial(list_tools, served),
+            "ListToolsRequest",
+            "ListToolsResult",
+            available=has_tools,
+        ),
+        Route(
+            "tools/call",
+            partial(call_tool, served),
+            "CallToolRequest",
+            "CallToolResult",
+            name_param="name",
+            input_required=True,
+            available=has_tools,
+        ),
+        Route(
+            "resources/list",
+            partial(list_resources, served),
+            "ListResourcesRequest",
+            "ListResourcesResult",
+            available=has_resources,
+        ),
+        Route(
+            "resources/templates/list",
+            partial(list_templates, served),
+            "ListResourceTemplatesRequest",
+            "ListResourceTemplatesResult",
+            available=has_resources,
+        ),
+        Route(
+            "resources/read",
+            partial(read_resource, served),
+            "ReadResourceRequest",
+            "ReadResourceResult",
+            name_param="uri",
+            input_required=True,
+            available=has_resources,
+        ),
+        Route(
+            "prompts/list",
+            partial(list_prompts, served),
+            "ListPromptsRequest",
+            "ListPromptsResult",
+            available=has_prompts,
+        ),
+        Route(
+            "prompts/get",
+            partial(get_prompt, served),
+            "GetPromptRequest",
+            "GetPromptResult",
+            name_param="name",
+            input_required=True,
+            available=has_prompts,
+        ),
+        Route(
+            "completion/complete",
+            partial(complete, served),
+            "CompleteRequest",
+            "CompleteResult",
+            available=lambda: bool(registry.completers),
+        ),
+        Route(
+            "subscriptions/listen",
+            partial(listen, served),
+            "SubscriptionsListenRequest",
+            "SubscriptionsListenResult",
+            available=served.can_notify,
+        ),
+    ]

@@ -1,0 +1,73 @@
+"""``subscriptions/listen``: the acknowledgement, then matching change notifications, then a
+final result (wire §11; spec basic/patterns/subscriptions.mdx).
+
+The stream holds one listener on the run's bus for as long as the client keeps it open. It
+ends with the graceful result when the run drains, and with an error when the bus cut the
+listener off for falling behind, so a client can tell lost events from a clean end.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+import trio
+
+from ._bus import CORE_FLAGS, RESOURCE_SUBSCRIPTIONS
+from ._context import Context
+from ._served import Served
+from ._wire import dialect
+from ._wire.jsonrpc import notification_message
+from .errors import InternalError
+
+logger = logging.getLogger("presa_trio")
+
+KEEPALIVE_SECONDS = 15.0
+_BACKING = dict(zip(CORE_FLAGS, ("tools", "prompts", "resources"), strict=True))
+
+
+async def agreed_filter(
+    served: Served, ctx: Context, requested: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The part of a listen filter this server honours (wire §11.2)."""
+    caps = served.capabilities()
+    agreed: dict[str, Any] = {}
+    for flag in CORE_FLAGS:
+        if requested.get(flag) is True and _BACKING[flag] in caps:
+            agreed[flag] = True
+    uris = requested.get(RESOURCE_SUBSCRIPTIONS)
+    if uris and "resources" in caps:
+        agreed[RESOURCE_SUBSCRIPTIONS] = list(dict.fromkeys(uris))
+    for extension in served.extensions:
+        keys = extension.filter_keys()
+        if keys & requested.keys():
+            agreed.update(await extension.accept_filter(ctx, requested))
+    return agreed
+
+
+async def listen(served: Served, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    """Hold one listen stream: the acknowledgement first, then matching notifications."""
+    agreed = await agreed_filter(served, ctx, params["notifications"])
+    tag = {dialect.META_SUBSCRIPTION_ID: ctx.request_id}
+    async with ctx.runtime.bus.listen(ctx.request_id, agreed) as listener:
+        ack = {"_meta": tag, "notifications": agreed}
+        await ctx.notify(notification_message("notifications/subscriptions/acknowledged", ack))
+        while True:
+            event = None
+            with trio.move_on_after(KEEPALIVE_SECONDS):
+                try:
+                    event = await listener.receive.receive()
+                except trio.EndOfChannel:
+                    break
+            if event is None:
+                if ctx.keepalive is not None:
+                    await ctx.keepalive()
+                continue
+            await ctx.notify(notification_message(event.method, {**event.params, "_meta": tag}))
+        if listener.overflowed:
+            logger.warning("listen stream %r fell behind and was cut off", ctx.request_id)
+            raise InternalError(
+                "Listen stream fell behind; notifications were lost", {"retryable": True}
+            )
+    return {"_meta": dict(tag)}

@@ -1,0 +1,100 @@
+"""``Runtime``: everything one run of a server owns, from startup to shutdown.
+
+A ``Server`` only declares; ``async with server.open_runtime() as runtime`` runs it: the
+listen bus, the background nursery, the extensions' services, the thread limiter for sync
+handlers and the ``requestState`` sealer all belong to that run and die with it, so a server
+can be run again, or twice at once. Transports receive the runtime. It does no protocol work.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, final
+
+import trio
+
+from ._bus import BusEvent, SubscriptionBus, flag_event, resource_updated_event
+from ._request_state import StateSealer
+from .errors import InternalError
+
+
+@final
+class Runtime:
+    """One run of a server. Made by ``Server.open_runtime()``, never by hand.
+
+    Handlers reach it as ``ctx.runtime``: to announce list changes, to find an extension's
+    service for this run, and (through ``Context``) to run sync code in a bounded thread pool.
+    """
+
+    def __init__(
+        self,
+        nursery: trio.Nursery,
+        *,
+        sealer: StateSealer,
+        thread_limiter: trio.CapacityLimiter,
+        bus: SubscriptionBus | None = None,
+    ) -> None:
+        self._nursery = nursery
+        self.sealer = sealer
+        self.thread_limiter = thread_limiter
+        self.bus = bus if bus is not None else SubscriptionBus()
+        self.draining = trio.Event()
+        self._services: dict[str, object] = {}
+        self._token = trio.lowlevel.current_trio_token()
+
+    # ------------------------------------------------------------------ services
+
+    def add_service(self, extension_id: str, service: object) -> None:
+        if extension_id in self._services:
+            raise RuntimeError(f"extension {extension_id!r} already has a service in this run")
+        self._services[extension_id] = service
+
+    def service(self, extension: Any) -> Any:
+        """The service ``extension`` (or its id) started for this run (``Extension.serve``)."""
+        extension_id = extension if isinstance(extension, str) else extension.id
+        try:
+            return self._services[extension_id]
+        except KeyError:
+            raise InternalError(f"Extension {extension_id} is not running") from None
+
+    @property
+    def services(self) -> Mapping[str, object]:
+        return self._services
+
+    # ------------------------------------------------------------------ notifications
+
+    def publish(self, event: BusEvent) -> int:
+        """Fan ``event`` out to this run's matching listen streams; returns how many.
+
+        Safe from any thread: a sync handler running in a worker thread (or a thread of your
+        own) may announce changes too; the fan-out itself always happens in the run's thread.
+        """
+        if trio.lowlevel.in_trio_task():
+            return self.bus.publish(event)
+        return trio.from_thread.run_sync(self.bus.publish, event, trio_token=self._token)
+
+    def notify_tools_changed(self) -> int:
+        """Tell every listener that asked for it that the tool list changed."""
+        return self.publish(flag_event("notifications/tools/list_changed", "toolsListChanged"))
+
+    def notify_prompts_changed(self) -> int:
+        return self.publish(flag_event("notifications/prompts/list_changed", "promptsListChanged"))
+
+    def notify_resources_changed(self) -> int:
+        return self.publish(
+            flag_event("notifications/resources/list_changed", "resourcesListChanged")
+        )
+
+    def notify_resource_updated(self, uri: str) -> int:
+        """Tell the listeners subscribed to ``uri`` (or a parent of it) that it changed."""
+        return self.publish(resource_updated_event(uri))
+
+    # ------------------------------------------------------------------ shutdown
+
+    def begin_draining(self) -> None:
+        """The first step of shutdown: listen streams end now with their final result, and
+        extensions stop admitting new work (new tasks are refused, retryable). Requests in
+        flight carry on. Idempotent; ``Server.open_runtime`` calls it on the way out."""
+        if not self.draining.is_set():
+            self.draining.set()
+            self.bus.close()

@@ -1,0 +1,81 @@
+"""A server's configuration (``Settings``) and ``Served``: what the core methods read, and the
+capabilities it adds up to (spec 2026-07-28 server/discover.mdx).
+
+Plain values handed to the dispatcher and the core methods when a server is built, so that
+nothing reads a ``Server`` back per request. No I/O and no trio.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, final
+
+from ._context import Context
+from ._extensions import Extension
+from ._registry import Registry
+from ._request_state import DEFAULT_TTL_SECONDS, KeyRing
+from ._wire import dialect
+
+DEFAULT_MAX_THREADS = 40
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """How one server answers; see ``Server`` for what each setting means."""
+
+    server_info: Mapping[str, Any]
+    instructions: str | None = None
+    validate_inbound: bool = True
+    validate_outbound: bool = False
+    list_ttl_ms: int = 60_000
+    cache_scope: str = "public"
+    page_size: int | None = None
+    logging: bool = False
+    supported_versions: tuple[str, ...] = dialect.SUPPORTED_VERSIONS
+    principal: Callable[[Context], str] | None = None
+    state_keys: KeyRing | None = None
+    state_ttl: float = DEFAULT_TTL_SECONDS
+    max_threads: int = DEFAULT_MAX_THREADS
+
+    def __post_init__(self) -> None:
+        if self.cache_scope not in ("public", "private"):
+            raise ValueError("cache_scope must be 'public' or 'private'")
+        if self.max_threads < 1:
+            raise ValueError("max_threads must be at least 1")
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Served:
+    """What the core methods read: the registry, the settings and the extensions."""
+
+    registry: Registry
+    settings: Settings
+    extensions: Sequence[Extension]
+
+    def capabilities(self) -> dict[str, Any]:
+        """The server capabilities ``server/discover`` advertises, from what is declared."""
+        registry = self.registry
+        caps: dict[str, Any] = {}
+        if registry.tools:
+            caps["tools"] = {"listChanged": True}
+        if registry.serves_resources:
+            caps["resources"] = {"subscribe": True, "listChanged": True}
+        if registry.prompts:
+            caps["prompts"] = {"listChanged": True}
+        if registry.completers:
+            caps["completions"] = {}
+        if self.settings.logging:
+            caps["logging"] = {}
+        if self.extensions:
+            caps["extensions"] = {e.id: e.settings() for e in self.extensions}
+        return caps
+
+    def can_notify(self) -> bool:
+        """Whether ``subscriptions/listen`` has anything to deliver."""
+        registry = self.registry
+        return bool(registry.tools or registry.prompts or registry.serves_resources) or any(
+            e.filter_keys() for e in self.extensions
+        )

@@ -1,0 +1,172 @@
+"""How a handler is called: its hints resolved once, for its schemas, its binding and its prompt
+arguments, and sync handlers run in worker threads.
+
+One module decides which parameter takes the ``Context`` (the only such detector), which take
+arguments, and how to call the function; ``_typeschema`` turns the annotations it hands over
+into JSON Schema. It does not validate arguments (the registry does, against the schema).
+"""
+
+from __future__ import annotations
+
+import inspect
+import types
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, final
+
+import trio
+
+from ._context import Context
+from ._typeschema import EMPTY, output_schema, parameters_schema
+
+Handler = Callable[..., Any]
+
+
+def _hints(fn: Handler) -> dict[str, Any]:
+    """Resolved hints; when some name does not resolve, the others still do (it stays a str)."""
+    try:
+        return typing.get_type_hints(fn, include_extras=True)
+    except NameError:
+        pass
+    except Exception:  # an annotation that is not a type at all: keep the raw annotations
+        return dict(getattr(inspect.unwrap(fn), "__annotations__", {}))
+    target = inspect.unwrap(fn)
+    namespace = getattr(target, "__globals__", {})
+    hints: dict[str, Any] = {}
+    for name, annotation in getattr(target, "__annotations__", {}).items():
+        probe = types.SimpleNamespace(__annotations__={name: annotation})
+        try:
+            hints[name] = typing.get_type_hints(probe, namespace, include_extras=True)[name]
+        except NameError:
+            hints[name] = annotation
+    return hints
+
+
+def is_context(annotation: object) -> bool:
+    """Is this the ``Context`` annotation? presa_trio's class (or a subclass), or a name that
+    did not resolve (imported only under ``TYPE_CHECKING``) whose last part is ``Context``.
+
+    A resolved class of your own that happens to be called ``Context`` is not it: it is an
+    ordinary argument, in the schema and required like any other.
+    """
+    while typing.get_origin(annotation) is typing.Annotated:
+        annotation = typing.get_args(annotation)[0]
+    if isinstance(annotation, typing.ForwardRef):
+        annotation = annotation.__forward_arg__
+    if isinstance(annotation, str):
+        return annotation.rpartition(".")[2] == "Context"
+    return isinstance(annotation, type) and issubclass(annotation, Context)
+
+
+def _is_async(fn: Handler) -> bool:
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+        getattr(fn, "__call__", None)  # noqa: B004 - callable objects with async __call__
+    )
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Signature:
+    """A handler's calling convention, read once when it is declared.
+
+    ``parameters`` are the argument parameters as ``(name, annotation, default)``, in order,
+    without the ``Context`` one and without ``*args``/``**kwargs``.
+    """
+
+    fn: Handler
+    label: str
+    context_param: str | None
+    parameters: tuple[tuple[str, object, object], ...]
+    var_keyword: bool
+    returns: object
+    is_async: bool
+
+    @classmethod
+    def of(cls, fn: Handler) -> Signature:
+        hints = _hints(fn)
+        context_param = None
+        parameters: list[tuple[str, object, object]] = []
+        var_keyword = False
+        for param in inspect.signature(fn).parameters.values():
+            annotation = hints.get(param.name, Any)
+            if param.kind is param.VAR_KEYWORD:
+                var_keyword = True
+            elif param.kind is param.VAR_POSITIONAL:
+                continue
+            elif is_context(annotation):
+                context_param = param.name
+            else:
+                parameters.append((param.name, annotation, param.default))
+        return cls(
+            fn=fn,
+            label=getattr(fn, "__qualname__", repr(fn)),
+            context_param=context_param,
+            parameters=tuple(parameters),
+            var_keyword=var_keyword,
+            returns=hints.get("return", EMPTY),
+            is_async=_is_async(fn),
+        )
+
+    @property
+    def names(self) -> frozenset[str]:
+        return frozenset(name for name, _, _ in self.parameters)
+
+    def input_schema(self) -> dict[str, Any]:
+        """The ``inputSchema`` of a tool: one property per argument parameter."""
+        return parameters_schema(self.parameters, self.label)
+
+    def output_schema(self) -> dict[str, Any] | None:
+        """An ``outputSchema`` when the return annotation is structured (see _typeschema)."""
+        return output_schema(self.returns)
+
+    def prompt_arguments(self) -> list[dict[str, Any]]:
+        """Prompt arguments: every argument parameter is a string argument."""
+        found: list[dict[str, Any]] = []
+        for name, _, default in self.parameters:
+            argument: dict[str, Any] = {"name": name}
+            if default is EMPTY:
+                argument["required"] = True
+            found.append(argument)
+        return found
+
+    async def call(self, ctx: Context, arguments: typing.Mapping[str, Any], *, thread: bool) -> Any:
+        """Call the handler with ``ctx`` and the arguments it declares.
+
+        A sync handler runs in a worker thread when ``thread`` is true, bounded by the run's
+        thread limiter, so it cannot block the event loop. Cancellation abandons the thread:
+        the request (or task) ends at once, the function runs to its end on its own, its result
+        is discarded, and it keeps its limiter slot until it returns.
+        """
+        if self.var_keyword:
+            kwargs = dict(arguments)
+        else:
+            names = self.names
+            kwargs = {k: v for k, v in arguments.items() if k in names}
+        if self.context_param is not None:
+            kwargs[self.context_param] = ctx
+        if self.is_async:
+            return await self.fn(**kwargs)
+        if thread:
+            result = await trio.to_thread.run_sync(
+                partial(self.fn, **kwargs),
+                abandon_on_cancel=True,
+                limiter=ctx.runtime.thread_limiter,
+            )
+        else:
+            await trio.lowlevel.checkpoint()
+            result = self.fn(**kwargs)
+        if inspect.isawaitable(result):  # a sync callable that hands back a coroutine
+            result = await result
+        return result
+
+
+def input_schema_for(fn: Handler) -> dict[str, Any]:
+    """The ``inputSchema`` a tool declared as ``fn`` gets."""
+    return Signature.of(fn).input_schema()
+
+
+def output_schema_for(fn: Handler) -> dict[str, Any] | None:
+    """The ``outputSchema`` a tool declared as ``fn`` gets, or None."""
+    return Signature.of(fn).output_schema()

@@ -1,0 +1,26 @@
+"""Writing a protocol extension: everything an extension may use of presa_trio, and no more.
+
+Subclass ``Extension``; serve methods with ``Route``; keep per-run state in the service your
+``serve`` starts (it receives an ``ExtensionContext``); wrap work you run for users in the
+same error boundaries the core uses. ``presa_trio.ext.tasks`` is written on this alone.
+"""
+
+from ._boundary import error_boundary as error_boundary
+from ._boundary import protocol_error as protocol_error
+from ._extensions import CallNext as CallNext
+from ._extensions import Extension as Extension
+from ._extensions import ExtensionContext as ExtensionContext
+from ._registry import Tool as Tool
+from ._results import error_result as error_result
+from ._routes import Route as Route
+
+__all__ = [
+    "CallNext",
+    "Extension",
+    "ExtensionContext",
+    "Route",
+    "Tool",
+    "error_boundary",
+    "error_result",
+    "protocol_error",
+]
