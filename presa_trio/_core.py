@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
+import trio
+
 from ._context import Context
 from ._extensions import CallNext
 from ._listen import listen
@@ -56,6 +58,7 @@ def _listing(served: Served, key: str, entries: list[Any], cursor: object) -> di
 
 
 async def discover(served: Served, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    await trio.lowlevel.checkpoint()
     result: dict[str, Any] = {
         "supportedVersions": list(served.settings.supported_versions),
         "capabilities": served.capabilities(),
@@ -68,6 +71,7 @@ async def discover(served: Served, ctx: Context, params: dict[str, Any]) -> dict
 
 
 async def list_tools(served: Served, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    await trio.lowlevel.checkpoint()
     tools = served.registry.tools
     return _listing(served, "tools", [tools[n].wire for n in sorted(tools)], params.get("cursor"))
 
@@ -99,11 +103,13 @@ async def call_tool(served: Served, ctx: Context, params: dict[str, Any]) -> dic
 
 
 async def list_resources(served: Served, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    await trio.lowlevel.checkpoint()
     entries = [r.describe() for r in served.registry.resources.values()]
     return _listing(served, "resources", entries, params.get("cursor"))
 
 
 async def list_templates(served: Served, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    await trio.lowlevel.checkpoint()
     entries = [t.describe() for t in served.registry.templates.values()]
     return _listing(served, "resourceTemplates", entries, params.get("cursor"))
 
@@ -118,6 +124,7 @@ async def read_resource(served: Served, ctx: Context, params: dict[str, Any]) ->
 
 
 async def list_prompts(served: Served, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+    await trio.lowlevel.checkpoint()
     entries = [p.describe() for p in served.registry.prompts.values()]
     return _listing(served, "prompts", entries, params.get("cursor"))
 
@@ -142,6 +149,7 @@ async def complete(served: Served, ctx: Context, params: dict[str, Any]) -> dict
             raise InvalidParams(f"Unknown resource: {ref['uri']}")
     completer = registry.completers.get(key)
     if completer is None:
+        await trio.lowlevel.checkpoint()
         return {"completion": {"values": [], "total": 0, "hasMore": False}}
     context = (params.get("context") or {}).get("arguments") or {}
     argument = params["argument"]

@@ -17,6 +17,8 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, final
 
+import trio
+
 from ._boundary import protocol_error
 from ._context import Context
 from ._extensions import Extension
@@ -193,6 +195,7 @@ class Dispatcher:
             try:
                 result = await route.handler(ctx, request.params)
             except InputRequired as asked:
+                await trio.lowlevel.checkpoint()
                 result = self._input_required(route, ctx, asked, runtime.sealer)
         self._finish(result)
         self._check_result(route, result)

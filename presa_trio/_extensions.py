@@ -100,6 +100,7 @@ class Extension:
         ``ctx.service(extension)``. It is cancelled at shutdown. An error raised before
         ``started`` fails startup; one raised after it is logged and ends only this service.
         """
+        await trio.lowlevel.checkpoint()
         task_status.started(None)
 
     def filter_keys(self) -> frozenset[str]:
@@ -111,4 +112,5 @@ class Extension:
 
         Raise an ``McpError`` to refuse the whole listen request.
         """
+        await trio.lowlevel.checkpoint()
         return {}

@@ -31,6 +31,7 @@ async def agreed_filter(
     served: Served, ctx: Context, requested: Mapping[str, Any]
 ) -> dict[str, Any]:
     """The part of a listen filter this server honours (wire §11.2)."""
+    await trio.lowlevel.checkpoint()
     caps = served.capabilities()
     agreed: dict[str, Any] = {}
     for flag in CORE_FLAGS:
@@ -53,18 +54,18 @@ async def listen(served: Served, ctx: Context, params: dict[str, Any]) -> dict[s
     async with ctx.runtime.bus.listen(ctx.request_id, agreed) as listener:
         ack = {"_meta": tag, "notifications": agreed}
         await ctx.notify(notification_message("notifications/subscriptions/acknowledged", ack))
-        while True:
-            event = None
-            with trio.move_on_after(KEEPALIVE_SECONDS):
-                try:
+        try:
+            while True:
+                with trio.move_on_after(KEEPALIVE_SECONDS) as quiet:
                     event = await listener.receive.receive()
-                except trio.EndOfChannel:
-                    break
-            if event is None:
-                if ctx.keepalive is not None:
-                    await ctx.keepalive()
-                continue
-            await ctx.notify(notification_message(event.method, {**event.params, "_meta": tag}))
+                if quiet.cancelled_caught:
+                    if ctx.keepalive is not None:
+                        await ctx.keepalive()
+                    continue
+                params = {**event.params, "_meta": tag}
+                await ctx.notify(notification_message(event.method, params))
+        except trio.EndOfChannel:  # the bus ended this stream: drained, or cut off
+            pass
         if listener.overflowed:
             logger.warning("listen stream %r fell behind and was cut off", ctx.request_id)
             raise InternalError(

@@ -111,10 +111,12 @@ class Tool:
         """Run the tool; a tool's own failure becomes ``isError: true`` (never a traceback)."""
         errors = self.argument_errors(arguments)
         if errors:
+            await trio.lowlevel.checkpoint()
             return error_result("Invalid arguments: " + "; ".join(errors))
         try:
             value = await self.signature.call(ctx, arguments, thread=self.thread)
         except ToolError as exc:
+            await trio.lowlevel.checkpoint()
             return error_result(str(exc) or f"Tool {self.name} failed")
         return self.result_of(value)
 

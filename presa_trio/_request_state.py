@@ -15,7 +15,7 @@ import json
 import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, final
 
 from .errors import InvalidParams
 
@@ -51,6 +51,7 @@ class Unsealed:
     round: int
 
 
+@final
 class KeyRing:
     """HMAC keys by id. The first key signs; all of them verify (so old states survive a rotation).
 
@@ -71,6 +72,7 @@ class KeyRing:
         return self._keys.get(key_id)
 
 
+@final
 class StateSealer:
     """Issues and verifies ``requestState`` strings for one server."""
 

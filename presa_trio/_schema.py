@@ -38,6 +38,7 @@ def error_definition(code: object) -> str:
 _DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
 
+@final
 @dataclass(frozen=True, slots=True)
 class Violation:
     """One way an instance fails its ``$def``: where (a JSON pointer) and why."""

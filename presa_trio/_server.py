@@ -330,6 +330,7 @@ async def _run_service(
         if not status.done:
             raise
         absorb(exc, f"the service of extension {extension.id}")
+        await trio.lowlevel.checkpoint()
 
 
 @final

@@ -15,7 +15,7 @@ import math
 import types
 import typing
 from collections.abc import Collection, Mapping, Sequence
-from typing import Any
+from typing import Any, final
 
 __all__ = ["Param", "output_schema", "parameters_schema", "schema_for_type", "to_jsonable"]
 
@@ -23,6 +23,7 @@ __all__ = ["Param", "output_schema", "parameters_schema", "schema_for_type", "to
 EMPTY = inspect.Parameter.empty
 
 
+@final
 @dataclasses.dataclass(frozen=True)
 class Param:
     """Schema annotations for ``Annotated[T, Param(...)]``; ``header`` becomes ``x-mcp-header``."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, final
 
 from ._schema import Schemas, error_definition
 
@@ -30,6 +30,7 @@ class Finding:
         return f"{self.line}: {self.definition} at {self.pointer or '/'}: {self.message}"
 
 
+@final
 class CaptureChecker:
     """Walks a capture line by line, remembering request ids to type their responses."""
 

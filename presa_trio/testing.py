@@ -13,7 +13,7 @@ import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, final
 
 import trio
 
@@ -32,6 +32,7 @@ __all__ = [
     "HttpResult",
     "RpcError",
     "SchemaViolationError",
+    "Stream",
     "drive",
     "open_client",
 ]
@@ -56,6 +57,7 @@ class RpcError(Exception):
         self.status = status
 
 
+@final
 @dataclass
 class HttpResult:
     """One HTTP exchange: status, headers (lower-case names), body and the messages in it."""
@@ -78,7 +80,7 @@ class HttpResult:
         return [m for m in self.messages if "method" in m and "id" not in m]
 
 
-def parse_body(content_type: str, body: bytes) -> list[dict[str, Any]]:
+def _parse_body(content_type: str, body: bytes) -> list[dict[str, Any]]:
     """JSON or SSE bodies to messages (SSE: one ``data:`` line per event)."""
     if content_type.startswith("text/event-stream"):
         return [
@@ -103,11 +105,13 @@ class _Exchange:
     async def receive(self) -> dict[str, Any]:
         if self._body is not None:
             body, self._body = self._body, None
+            await trio.lowlevel.checkpoint()
             return {"type": "http.request", "body": body, "more_body": False}
         await self.disconnected.wait()
         return {"type": "http.disconnect"}
 
     async def send(self, message: Mapping[str, Any]) -> None:
+        await trio.lowlevel.checkpoint()
         if message["type"] == "http.response.start":
             self.status = message["status"]
             self.headers = {k.decode().lower(): v.decode() for k, v in message.get("headers", [])}
@@ -156,9 +160,12 @@ async def drive(
         payload = b"".join([chunk async for chunk in exchange.chunks])
         exchange.disconnected.set()
     content_type = exchange.headers.get("content-type", "")
-    return HttpResult(exchange.status, exchange.headers, payload, parse_body(content_type, payload))
+    return HttpResult(
+        exchange.status, exchange.headers, payload, _parse_body(content_type, payload)
+    )
 
 
+@final
 class Stream:
     """One in-flight request's response, message by message, that the client can abandon."""
 
@@ -204,6 +211,7 @@ class Stream:
         return await self.next()  # a comment (keep-alive) frame
 
 
+@final
 class Client:
     """A stateless 2026-07-28 client bound to one app; every message schema-checked."""
 

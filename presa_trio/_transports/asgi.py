@@ -84,6 +84,10 @@ class AsgiApp:
             finally:
                 self._runtime = None
 
+    def open_runtime(self) -> AbstractAsyncContextManager[Runtime]:
+        """Run the server for this app (as ``lifespan()`` does), e.g. to serve it on stdio."""
+        return self.lifespan()
+
     def begin_draining(self) -> None:
         """Start shutting down now: listen streams end with their final result and no new
         tasks are admitted, while requests in flight finish (see ``Runtime.begin_draining``)."""
@@ -96,6 +100,8 @@ class AsgiApp:
             await self._http(scope, receive, send)
         elif kind == "lifespan":
             await self._lifespan(receive, send)
+        else:  # websocket and the like: not ours (wire §13.7)
+            await trio.lowlevel.checkpoint()
 
     # ------------------------------------------------------------------ lifespan
 

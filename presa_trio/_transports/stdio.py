@@ -12,17 +12,15 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import AsyncIterator, Iterator
-from contextlib import AsyncExitStack, contextmanager
-from typing import Any, final
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, contextmanager
+from typing import Any, Protocol, final
 
 import trio
 
 from .._dispatch import Dispatcher
 from .._runtime import Runtime
-from .._server import Server
 from .._wire.jsonrpc import EnvelopeError, Notification, Request, RequestId, encode, parse_message
 from ..errors import RequestTooLarge
-from .asgi import AsgiApp
 
 logger = logging.getLogger("presa_trio.stdio")
 
@@ -49,34 +47,60 @@ class StdioResponder:
         await self._out.send(encode(message))
 
 
-async def _lines(stream: trio.abc.ReceiveStream, max_line: int) -> AsyncIterator[bytes | None]:
-    """Lines without their newline; None stands for a line that was too long (and skipped)."""
-    buffer = bytearray()
-    skipping = False
-    while True:
-        chunk = await stream.receive_some(65536)
-        if not chunk:
-            if buffer and not skipping:
-                yield bytes(buffer)
-            return
-        buffer += chunk
+@final
+class LineBuffer:
+    """Bytes in, lines out: the sans-IO half of reading stdin (h11's way).
+
+    ``feed`` returns the complete lines, without their newline, that a chunk finished; None
+    stands for a line over ``max_line`` bytes, which is skipped to its end without buffering
+    it. Blank lines are dropped. ``close`` returns what an unterminated last line leaves.
+    """
+
+    def __init__(self, max_line: int) -> None:
+        self.max_line = max_line
+        self._buffer = bytearray()
+        self._skipping = False
+
+    def feed(self, chunk: bytes) -> list[bytes | None]:
+        lines: list[bytes | None] = []
+        self._buffer += chunk
         while True:
-            end = buffer.find(b"\n")
+            end = self._buffer.find(b"\n")
             if end == -1:
-                if len(buffer) > max_line:
-                    if not skipping:
-                        yield None
-                    skipping = True
-                    buffer.clear()
-                break
-            line = bytes(buffer[:end]).rstrip(b"\r")
-            del buffer[: end + 1]
-            if skipping:
-                skipping = False
-            elif len(line) > max_line:
-                yield None
+                if len(self._buffer) > self.max_line:
+                    if not self._skipping:
+                        lines.append(None)
+                    self._skipping = True
+                    self._buffer.clear()
+                return lines
+            line = bytes(self._buffer[:end]).rstrip(b"\r")
+            del self._buffer[: end + 1]
+            if self._skipping:
+                self._skipping = False
+            elif len(line) > self.max_line:
+                lines.append(None)
             elif line.strip():
-                yield line
+                lines.append(line)
+
+    def close(self) -> list[bytes | None]:
+        rest = bytes(self._buffer)
+        self._buffer.clear()
+        return [rest] if rest.strip() and not self._skipping else []
+
+
+async def _batches(
+    stream: trio.abc.ReceiveStream, max_line: int
+) -> AsyncIterator[list[bytes | None]]:
+    """The lines each read from ``stream`` completes, until EOF (one batch per read)."""
+    lines = LineBuffer(max_line)
+    while True:
+        chunk = bytes(await stream.receive_some(65536))
+        if not chunk:
+            break
+        yield lines.feed(chunk)
+    await trio.lowlevel.checkpoint()
+    yield lines.close()
+    await trio.lowlevel.checkpoint()
 
 
 async def _writer(stdout: trio.abc.SendStream, lines: trio.MemoryReceiveChannel[bytes]) -> None:
@@ -139,12 +163,23 @@ class _Session:
         if isinstance(message, Notification):
             if message.method == "notifications/cancelled":
                 self.cancel(message)
-            return
-        self.start(requests, message)
+        else:
+            self.start(requests, message)
+        await trio.lowlevel.checkpoint()
+
+
+class Servable(Protocol):
+    """What stdio needs of a server: its dispatcher, and a way to run it (``Server`` and
+    ``AsgiApp`` both fit)."""
+
+    @property
+    def dispatcher(self) -> Dispatcher: ...
+
+    def open_runtime(self) -> AbstractAsyncContextManager[Runtime]: ...
 
 
 async def serve_stdio(
-    server: Server | AsgiApp,
+    server: Servable,
     *,
     stdin: trio.abc.ReceiveStream | None = None,
     stdout: trio.abc.SendStream | None = None,
@@ -157,7 +192,6 @@ async def serve_stdio(
     they end when the connection does. On the way out it closes its own handles on fds 0 and
     1 and puts them back in blocking mode, as the process had them.
     """
-    open_runtime = server.lifespan if isinstance(server, AsgiApp) else server.open_runtime
     async with AsyncExitStack() as stack:
         if stdin is None:
             stdin = stack.enter_context(_borrowed_fd(0))
@@ -165,7 +199,7 @@ async def serve_stdio(
         if stdout is None:
             stdout = stack.enter_context(_borrowed_fd(1))
             stack.push_async_callback(stdout.aclose)
-        runtime = await stack.enter_async_context(open_runtime())
+        runtime = await stack.enter_async_context(server.open_runtime())
         await _serve(server.dispatcher, runtime, stdin, stdout, max_line, grace)
 
 
@@ -183,8 +217,9 @@ async def _serve(
         async with out:
             session = _Session(dispatcher, runtime, out)
             async with trio.open_nursery() as requests:
-                async for line in _lines(stdin, max_line):
-                    await session.handle(requests, line)
+                async for batch in _batches(stdin, max_line):
+                    for line in batch:
+                        await session.handle(requests, line)
                 runtime.begin_draining()  # EOF: listen streams end now, with their final result
                 with trio.move_on_after(grace):  # other in-flight requests finish, bounded
                     await session.idle.wait()

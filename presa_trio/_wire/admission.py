@@ -7,11 +7,13 @@ edge turns a refusal into 403. Authentication is out of scope here.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import final
 from urllib.parse import urlsplit
 
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "[::1]", "::1"})
 
 
+@final
 @dataclass(frozen=True, slots=True)
 class HostPolicy:
     """Which ``Host`` names and ``Origin`` hosts are accepted.

@@ -1,14 +1,37 @@
-"""Unit tests for the public surface: ``presa_trio.__all__`` and the public submodules."""
+"""The public surface, httpx-style: every public namespace exports exactly what it holds.
+
+Each namespace's ``__all__`` is sorted, complete (every public class or function it defines or
+re-exports is listed) and exact (every listed name exists); internals stay out of it.
+"""
 
 from __future__ import annotations
 
+import ast
+import importlib
+import inspect
 import re
 from types import ModuleType
 
 import pytest
 
 import presa_trio
-from presa_trio import errors, mrtr
+from presa_trio import errors
+
+NAMESPACES = [
+    "presa_trio",
+    "presa_trio.content",
+    "presa_trio.errors",
+    "presa_trio.extensions",
+    "presa_trio.mrtr",
+    "presa_trio.testing",
+    "presa_trio.ext.tasks",
+    "presa_trio.ext.tasks.testing",
+]
+NEVER_EXPORTED = {"Method", "TaskRunner", "TaskHandle", "Dispatcher"}
+
+
+def module(name: str) -> ModuleType:
+    return importlib.import_module(name)
 
 
 def isort_style_key(name: str) -> tuple[int, list[tuple[int, int | str]]]:
@@ -19,22 +42,48 @@ def isort_style_key(name: str) -> tuple[int, list[tuple[int, int | str]]]:
     return group, parts  # type: ignore[return-value]
 
 
-@pytest.mark.parametrize("module", [presa_trio, errors, mrtr], ids=lambda m: m.__name__)
-def test_all_is_sorted(module: ModuleType) -> None:
-    names = list(module.__all__)
+def reexported(namespace: ModuleType) -> set[str]:
+    """Names re-exported with the ``from ._x import Name as Name`` idiom."""
+    tree = ast.parse(inspect.getsource(namespace))
+    return {
+        alias.name
+        for node in tree.body
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+        if alias.asname == alias.name
+    }
+
+
+def public_members(namespace: ModuleType) -> set[str]:
+    """Every public class or function a namespace defines, and every name it re-exports."""
+    found = reexported(namespace)
+    for name, value in vars(namespace).items():
+        if name.startswith("_") or not (inspect.isclass(value) or inspect.isfunction(value)):
+            continue
+        if value.__module__ == namespace.__name__:
+            found.add(name)
+    return found
+
+
+@pytest.mark.parametrize("name", NAMESPACES)
+def test_all_is_sorted_and_unique(name: str) -> None:
+    names = list(module(name).__all__)
     assert names == sorted(names, key=isort_style_key)
     assert len(names) == len(set(names))
 
 
-@pytest.mark.parametrize("module", [presa_trio, errors, mrtr], ids=lambda m: m.__name__)
-def test_every_exported_name_exists(module: ModuleType) -> None:
-    for name in module.__all__:
-        assert hasattr(module, name), name
+@pytest.mark.parametrize("name", NAMESPACES)
+def test_all_is_complete_and_exact(name: str) -> None:
+    namespace = module(name)
+    exported = set(namespace.__all__)
+    assert all(hasattr(namespace, n) for n in exported)
+    assert not [n for n in exported if n.startswith("_")]
+    assert public_members(namespace) == exported
 
 
-@pytest.mark.parametrize("module", [presa_trio, errors, mrtr], ids=lambda m: m.__name__)
-def test_no_private_name_is_exported(module: ModuleType) -> None:
-    assert [name for name in module.__all__ if name.startswith("_")] == []
+@pytest.mark.parametrize("name", NAMESPACES)
+def test_internals_are_never_exported(name: str) -> None:
+    assert not NEVER_EXPORTED & set(module(name).__all__)
 
 
 def test_star_import_matches_all() -> None:
@@ -45,8 +94,34 @@ def test_star_import_matches_all() -> None:
 
 
 def test_key_names_are_exported() -> None:
-    for name in ("Server", "Context", "McpError", "ToolError", "HostPolicy", "PROTOCOL_VERSION"):
+    for name in ("Server", "Context", "Runtime", "serve_stdio", "McpError", "ToolError"):
         assert name in presa_trio.__all__
     assert presa_trio.PROTOCOL_VERSION == "2026-07-28"
     assert presa_trio.McpError is errors.McpError
     assert presa_trio.ToolError is errors.ToolError
+    assert "Extension" in module("presa_trio.extensions").__all__
+    assert "check_task_store" in module("presa_trio.ext.tasks.testing").__all__
+
+
+@pytest.mark.parametrize(
+    "cls",
+    [
+        presa_trio.Server,
+        presa_trio.Context,
+        presa_trio.Runtime,
+        presa_trio.AsgiApp,
+        presa_trio.Schemas,
+        presa_trio.KeyRing,
+        presa_trio.HostPolicy,
+        presa_trio.Param,
+        presa_trio.ToolResult,
+        module("presa_trio.extensions").ExtensionContext,
+        module("presa_trio.extensions").Route,
+        module("presa_trio.ext.tasks").TasksExtension,
+        module("presa_trio.ext.tasks").MemoryTaskStore,
+        module("presa_trio.testing").Client,
+    ],
+    ids=lambda c: c.__name__,
+)
+def test_concrete_public_classes_are_final(cls: type) -> None:
+    assert getattr(cls, "__final__", False) is True

@@ -16,7 +16,7 @@ from presa_trio._schema import SCHEMA_VERSION, Schemas, Violation, load_document
 
 REPO = Path(__file__).resolve().parents[2]
 README = REPO / "schema" / "README.md"
-SCHEMA_FILE = REPO / "schema" / SCHEMA_VERSION / "schema.json"
+SCHEMA_FILE = REPO / "presa_trio" / "schema" / SCHEMA_VERSION / "schema.json"
 
 META = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",

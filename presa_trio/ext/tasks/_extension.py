@@ -151,6 +151,7 @@ class TasksExtension(Extension):
             )
         run: _Run = ctx.service(self)
         accepted = [i for i in dict.fromkeys(ids) if await self._find(run, ctx, i) is not None]
+        await trio.lowlevel.checkpoint()  # an empty filter found nothing, and awaited nothing
         return {"taskIds": accepted} if accepted else {}
 
     async def call_tool(
@@ -165,6 +166,7 @@ class TasksExtension(Extension):
             raise MissingCapability(f"Tool {tool.name} runs only as a task", REQUIRED)
         errors = tool.argument_errors(arguments)
         if errors:  # the direct call's answer, and no task
+            await trio.lowlevel.checkpoint()
             return error_result("Invalid arguments: " + "; ".join(errors))
         size = len(json.dumps(arguments, separators=(",", ":")).encode())
         if size > self.max_input_bytes:

@@ -222,6 +222,7 @@ class TaskRunner:
             return Completed(dict(result))
         except BaseException as exc:
             error = protocol_error(exc, f"task {record.task_id}", log=logger)
+            await trio.lowlevel.checkpoint()
             return Failed(error.to_error())
 
     async def commit(self, task_id: str, event: TaskEvent) -> TaskRecord | None:

@@ -53,15 +53,16 @@ async def check_task_store(open_store: OpenStore) -> None:
     ``open_store`` returns an async context manager yielding a fresh, empty store (for an
     in-memory store, ``lambda: contextlib.nullcontext(MemoryTaskStore())`` will do).
     """
+    await trio.lowlevel.checkpoint()
     for check in _CHECKS:
         async with open_store() as store:
             try:
                 await check(store)
             except AssertionError as failed:
-                raise AssertionError(f"{check.__name__}: {failed}") from failed
+                raise AssertionError(f"{check.__name__.lstrip('_')}: {failed}") from failed
 
 
-async def round_trip(store: TaskStore) -> None:
+async def _round_trip(store: TaskStore) -> None:
     """A record comes back equal to what was stored, every field of it."""
     assert await store.get("missing") is None, "an unknown id must give None"
     rich = _record(
@@ -89,7 +90,7 @@ async def round_trip(store: TaskStore) -> None:
     assert await store.count() == 3
 
 
-async def duplicate_ids(store: TaskStore) -> None:
+async def _duplicate_ids(store: TaskStore) -> None:
     """Creating an id that exists raises and leaves the stored record as it was."""
     first = _record("dup", tool="first")
     await store.create(first, _UNLIMITED)
@@ -103,7 +104,7 @@ async def duplicate_ids(store: TaskStore) -> None:
     assert await store.count() == 1
 
 
-async def capacity_limits(store: TaskStore) -> None:
+async def _capacity_limits(store: TaskStore) -> None:
     """``create`` checks the limits in the step that stores; a refusal stores nothing."""
     limits = Limits(max_tasks=3, max_active_per_principal=2)
     await store.create(_record("a1", "alice"), limits)
@@ -130,7 +131,7 @@ async def _refused(store: TaskStore, record: TaskRecord, limits: Limits, limit: 
     assert await store.get(record.task_id) is None, "a refused record was stored"
 
 
-async def compare_and_set(store: TaskStore) -> None:
+async def _compare_and_set(store: TaskStore) -> None:
     """A set succeeds only at the current revision, and only for a stored id."""
     record = _record("c")
     await store.create(record, _UNLIMITED)
@@ -146,7 +147,7 @@ async def compare_and_set(store: TaskStore) -> None:
     assert await store.get("nope") is None
 
 
-async def concurrent_compare_and_set(store: TaskStore) -> None:
+async def _concurrent_compare_and_set(store: TaskStore) -> None:
     """Of many concurrent sets at one revision, exactly one wins, and its record is stored."""
     record = _record("race")
     await store.create(record, _UNLIMITED)
@@ -164,7 +165,7 @@ async def concurrent_compare_and_set(store: TaskStore) -> None:
     assert await store.get("race") == wins[0]
 
 
-async def expiry(store: TaskStore) -> None:
+async def _expiry(store: TaskStore) -> None:
     """``delete_expired`` removes exactly the records past ``created + ttl``."""
     await store.create(_record("old", created_ms=0, ttl_ms=100), _UNLIMITED)
     await store.create(_record("edge", created_ms=0, ttl_ms=500), _UNLIMITED)
@@ -184,7 +185,7 @@ async def expiry(store: TaskStore) -> None:
     await store.create(_record("q4", "q"), limits)
 
 
-async def checkpoints(store: TaskStore) -> None:
+async def _checkpoints(store: TaskStore) -> None:
     """Every method is a checkpoint, even when the answer is at hand or it refuses."""
     record = _record("cp")
     with trio.testing.assert_checkpoints():
@@ -203,7 +204,7 @@ async def checkpoints(store: TaskStore) -> None:
         await store.count()
 
 
-async def cancellation(store: TaskStore) -> None:
+async def _cancellation(store: TaskStore) -> None:
     """A call cancelled at any point leaves the store whole: each effect all or nothing."""
     record = _record("k")
     # Cancelled before it starts: nothing happens.
@@ -238,12 +239,12 @@ async def cancellation(store: TaskStore) -> None:
 
 
 _CHECKS = (
-    round_trip,
-    duplicate_ids,
-    capacity_limits,
-    compare_and_set,
-    concurrent_compare_and_set,
-    expiry,
-    checkpoints,
-    cancellation,
+    _round_trip,
+    _duplicate_ids,
+    _capacity_limits,
+    _compare_and_set,
+    _concurrent_compare_and_set,
+    _expiry,
+    _checkpoints,
+    _cancellation,
 )
