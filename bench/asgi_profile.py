@@ -112,7 +112,8 @@ def main() -> int:
         out = io.StringIO()
         stats = pstats.Stats(profiler, stream=out).sort_stats("tottime")
         stats.print_stats(args.top)
-        print(out.getvalue().replace(str(ROOT) + "/", "").replace(sys.prefix, "<venv>"))
+        # sys.prefix first: the venv may live inside the repository (ROOT/.venv)
+        print(out.getvalue().replace(sys.prefix, "<venv>").replace(str(ROOT) + "/", ""))
     return 0
 
 

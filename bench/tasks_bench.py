@@ -19,14 +19,15 @@ import trio.testing
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from presa_trio import Context, Server
+from presa_trio import Context, Runtime, Server
 from presa_trio._wire.jsonrpc import encode, parse_message
 from presa_trio.ext.tasks import EXTENSION_ID, Limits, TasksExtension
+from presa_trio.ext.tasks._runner import TaskRunner
 from presa_trio.mrtr import elicit
 
 TARGET = 5 * 1024  # bytes per parked task
 OPTIONAL = {"tasks": "optional"}
-CAPABILITIES = {"elicitation": {}, "extensions": {EXTENSION_ID: {}}}
+CAPABILITIES: dict[str, Any] = {"elicitation": {}, "extensions": {EXTENSION_ID: {}}}
 META = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
     "io.modelcontextprotocol/clientCapabilities": CAPABILITIES,
@@ -58,16 +59,22 @@ class Sink:
         self.message = message
 
 
-def build() -> tuple[Server, TasksExtension]:
+def build() -> Server:
     server = Server("tasks-bench", "0")  # defaults: validate_inbound=True, validate_outbound=False
-    ext = TasksExtension(limits=Limits(max_tasks=None, max_active_per_scope=None))
-    server.add_extension(ext)
+    server.add_extension(
+        TasksExtension(limits=Limits(max_tasks=None, max_active_per_principal=None))
+    )
 
     def pong() -> str:
         return "pong"
 
-    server.tool("ping", description="Trivial sync tool.")(pong)
-    server.tool("ping_task", description="The same, a task if asked.", options=OPTIONAL)(pong)
+    # thread=False: run the trivial sync tool on the event loop, so the figures are presa's own
+    # per-request (and per-task) cost, not a hop to a worker thread and back.
+    server.tool("ping", description="Trivial sync tool.", thread=False)(pong)
+    ping_task = server.tool(
+        "ping_task", description="The same, a task if asked.", options=OPTIONAL, thread=False
+    )
+    ping_task(pong)
 
     @server.tool(description="Parks on one elicitation.", options=OPTIONAL)
     async def park(ctx: Context) -> str:
@@ -75,12 +82,19 @@ def build() -> tuple[Server, TasksExtension]:
         answer = await ctx.input({"value": question})
         return str(answer["value"])
 
-    return server, ext
+    return server
 
 
-async def rpc(server: Server, data: bytes) -> dict[str, Any]:
+def runner_of(runtime: Runtime) -> TaskRunner:
+    """The task runner of this run (the Tasks extension's service holds it)."""
+    runner: TaskRunner = runtime.service(EXTENSION_ID).runner
+    return runner
+
+
+async def rpc(server: Server, runtime: Runtime, data: bytes) -> dict[str, Any]:
     sink = Sink()
-    await server.dispatcher.serve(parse_message(data), None, sink)
+    request = parse_message(data)  # always a Request here: every body has an id
+    await server.dispatcher.serve(request, None, sink, runtime)  # type: ignore[arg-type]
     message = sink.message
     del sink.message  # a task's closure keeps its creating Context (and so this responder) alive
     encode(message)
@@ -89,16 +103,18 @@ async def rpc(server: Server, data: bytes) -> dict[str, Any]:
     return message["result"]  # type: ignore[no-any-return]
 
 
-async def park_tasks(server: Server, ext: TasksExtension, count: int) -> list[str]:
-    before = ext.runner.parked_count()
-    ids = [(await rpc(server, CALL_PARK))["taskId"] for _ in range(count)]
+async def park_tasks(server: Server, runtime: Runtime, count: int) -> list[str]:
+    runner = runner_of(runtime)
+    before = runner.parked_count()
+    ids = [(await rpc(server, runtime, CALL_PARK))["taskId"] for _ in range(count)]
     await trio.testing.wait_all_tasks_blocked()  # each task parks once it gets to run
-    assert ext.runner.parked_count() == before + count
+    assert runner.parked_count() == before + count
     return ids
 
 
-async def statuses(server: Server, ids: list[str]) -> dict[str, int]:
-    found = [(await rpc(server, body("tasks/get", {"taskId": i})))["status"] for i in ids]
+async def statuses(server: Server, runtime: Runtime, ids: list[str]) -> dict[str, int]:
+    gets = [body("tasks/get", {"taskId": i}) for i in ids]
+    found = [(await rpc(server, runtime, data))["status"] for data in gets]
     return dict(Counter(found))
 
 
@@ -106,32 +122,35 @@ def rss_kb() -> int:
     return int(Path("/proc/self/status").read_text().split("VmRSS:")[1].split()[0])
 
 
-async def warm_up(server: Server, ext: TasksExtension) -> None:
+async def warm_up(server: Server, runtime: Runtime) -> None:
     """Exercise every path once (lazy caches, validators) and leave nothing live."""
-    for task_id in await park_tasks(server, ext, 100):
-        await rpc(server, body("tasks/get", {"taskId": task_id}))
-        await rpc(server, body("tasks/cancel", {"taskId": task_id}))
-    await rpc(server, CALL_PING)
-    await rpc(server, CALL_TASK)
+    for task_id in await park_tasks(server, runtime, 100):
+        await rpc(server, runtime, body("tasks/get", {"taskId": task_id}))
+        await rpc(server, runtime, body("tasks/cancel", {"taskId": task_id}))
+    await rpc(server, runtime, CALL_PING)
+    await rpc(server, runtime, CALL_TASK)
     await trio.testing.wait_all_tasks_blocked()
-    assert ext.runner.live_count == 0
+    assert runner_of(runtime).live_count == 0
 
 
-async def get_latency(server: Server, ids: list[str], gets: int) -> tuple[float, float]:
+async def get_latency(
+    server: Server, runtime: Runtime, ids: list[str], gets: int
+) -> tuple[float, float]:
     rng = random.Random(7)
     bodies = [body("tasks/get", {"taskId": rng.choice(ids)}, i) for i in range(gets)]
     samples = []
     for data in bodies:
         t0 = time.perf_counter_ns()
-        result = await rpc(server, data)
+        result = await rpc(server, runtime, data)
         samples.append(time.perf_counter_ns() - t0)
         assert result["status"] == "input_required", result
     samples.sort()
     return samples[len(samples) // 2] / 1e3, samples[int(len(samples) * 0.99) - 1] / 1e3
 
 
-async def throughput(server: Server, ext: TasksExtension, ops: int, runs: int) -> None:
-    done = await rpc(server, CALL_TASK)
+async def throughput(server: Server, runtime: Runtime, ops: int, runs: int) -> None:
+    runner = runner_of(runtime)
+    done = await rpc(server, runtime, CALL_TASK)
     await trio.testing.wait_all_tasks_blocked()
     get_one = body("tasks/get", {"taskId": done["taskId"]})
     print(f"\nThroughput: {ops:,} ops each, best of {runs} (ratio to plain tools/call)")
@@ -146,27 +165,28 @@ async def throughput(server: Server, ext: TasksExtension, ops: int, runs: int) -
             gc.collect()
             t0 = time.perf_counter()
             for _ in range(ops):
-                await rpc(server, data)
+                await rpc(server, runtime, data)
             await trio.testing.wait_all_tasks_blocked()  # task runs are counted too
             best = min(best, time.perf_counter() - t0)
-            assert ext.runner.live_count == 0
+            assert runner.live_count == 0
         rate = ops / best
         base = base or rate
         print(f"   {label:<46} {rate:>9,.0f} ops/s  {rate / base:5.2f}x  {1e6 / rate:6.1f} us/op")
 
 
 async def trio_floor(count: int) -> float:
-    """Bytes/task of the runner's trio shape alone: start, nursery+deadline, channel, 13 frames."""
+    """Bytes/task of the runner's trio shape alone (TaskRunner._run and _attempt): start, the
+    task's cancel scope, its TTL deadline scope, its nursery, a channel, 13 frames."""
 
     async def chain(depth: int, receive: trio.MemoryReceiveChannel[Any]) -> Any:
         return await (chain(depth - 1, receive) if depth else receive.receive())
 
     async def task(*, task_status: trio.TaskStatus[None]) -> None:
         _send, receive = trio.open_memory_channel[Any](1)  # _send stays alive in this frame
-        async with trio.open_nursery() as nursery:
-            nursery.cancel_scope.deadline = trio.current_time() + 3600
-            task_status.started()
-            await chain(12, receive)
+        task_status.started()
+        with trio.CancelScope(), trio.move_on_at(trio.current_time() + 3600):
+            async with trio.open_nursery():
+                await chain(12, receive)
 
     async with trio.open_nursery() as nursery:
         gc.collect()
@@ -189,41 +209,43 @@ async def main(args: argparse.Namespace) -> None:
 
     # Pass A, first in the process (freed arenas would hide growth), tracemalloc off:
     # tasks/get latency with 10 live tasks, RSS growth, then latency with 10 + `parked` live.
-    server, ext = build()
-    async with server.running():
-        await warm_up(server, ext)
-        ids = await park_tasks(server, ext, 10)
-        latency = {ext.runner.live_count: await get_latency(server, ids, gets)}
+    server = build()
+    async with server.open_runtime() as runtime:
+        runner = runner_of(runtime)
+        await warm_up(server, runtime)
+        ids = await park_tasks(server, runtime, 10)
+        latency = {runner.live_count: await get_latency(server, runtime, ids, gets)}
         gc.collect()
         rss0 = rss_kb()
         t0 = time.perf_counter()
-        ids += await park_tasks(server, ext, parked)
+        ids += await park_tasks(server, runtime, parked)
         park_s = time.perf_counter() - t0
         gc.collect()
         rss1 = rss_kb()
-        latency[ext.runner.live_count] = await get_latency(server, ids, gets)
+        latency[runner.live_count] = await get_latency(server, runtime, ids, gets)
         t0 = time.perf_counter()
-    close_s, live_a = time.perf_counter() - t0, ext.runner.live_count
+    close_s, live_a = time.perf_counter() - t0, runner.live_count
 
     # Pass B, tracemalloc on: Python-heap bytes per parked task, then tasks/cancel each.
-    server, ext = build()
-    async with server.running():
-        await warm_up(server, ext)
+    server = build()
+    async with server.open_runtime() as runtime:
+        runner = runner_of(runtime)
+        await warm_up(server, runtime)
         gc.collect()
         tracemalloc.start()
         traced0 = tracemalloc.get_traced_memory()[0]
-        ids = await park_tasks(server, ext, parked)
+        ids = await park_tasks(server, runtime, parked)
         gc.collect()
         traced = tracemalloc.get_traced_memory()[0] - traced0
         snapshot = tracemalloc.take_snapshot()
         tracemalloc.stop()
-        parked_b, before = ext.runner.parked_count(), await statuses(server, ids)
+        parked_b, before = runner.parked_count(), await statuses(server, runtime, ids)
         t0 = time.perf_counter()
         for task_id in ids:
-            await rpc(server, body("tasks/cancel", {"taskId": task_id}))
-        cancel_s, live_cancel = time.perf_counter() - t0, ext.runner.live_count
-        after = await statuses(server, ids)
-    live_b = ext.runner.live_count
+            await rpc(server, runtime, body("tasks/cancel", {"taskId": task_id}))
+        cancel_s, live_cancel = time.perf_counter() - t0, runner.live_count
+        after = await statuses(server, runtime, ids)
+    live_b = runner.live_count
 
     per, rss_per = traced / parked, (rss1 - rss0) * 1024 / parked
     print(f"\nMemory per parked input_required task ({parked:,} tasks, one ctx.input key each)")
@@ -255,11 +277,12 @@ async def main(args: argparse.Namespace) -> None:
     print(f"   ratio {ratio}: median {big[0] / small[0]:.2f}x   p99 {big[1] / small[1]:.2f}x")
 
     # Pass C: throughput, same harness for all three.
-    server, ext = build()
-    async with server.running():
-        await warm_up(server, ext)
-        await throughput(server, ext, ops, runs)
-    print(f"   runner.live_count after server close: {ext.runner.live_count}")
+    server = build()
+    async with server.open_runtime() as runtime:
+        runner = runner_of(runtime)
+        await warm_up(server, runtime)
+        await throughput(server, runtime, ops, runs)
+    print(f"   runner.live_count after server close: {runner.live_count}")
 
 
 if __name__ == "__main__":

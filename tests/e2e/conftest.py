@@ -10,6 +10,8 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -24,53 +26,100 @@ def free_port() -> int:
         return port
 
 
-def serve(app: str, extra_path: Path | None = None) -> Iterator[int]:
-    port = free_port()
-    env = dict(os.environ)
-    paths = [str(ROOT)] + ([str(extra_path)] if extra_path else [])
-    env["PYTHONPATH"] = os.pathsep.join([*paths, env.get("PYTHONPATH", "")])
-    # A file, not a pipe: a chatty server must never block on a full pipe.
-    log = tempfile.TemporaryFile()  # noqa: SIM115 - closed in the finally below
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "hypercorn",
-            "--worker-class",
-            "trio",
-            "--bind",
-            f"127.0.0.1:{port}",
-            app,
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    log.seek(0)
-                    output = log.read().decode(errors="replace")
-                    raise RuntimeError(
-                        f"{app} did not start on 127.0.0.1:{port}:\n{output}"
-                    ) from None
-                time.sleep(0.05)
-        yield port
-    finally:
-        os.killpg(process.pid, signal.SIGTERM)
+@dataclass
+class Served:
+    """A running ``hypercorn --worker-class trio`` process: its port, its log, its process.
+
+    ``python -m hypercorn`` runs a supervisor and one worker process; ``process`` is the
+    supervisor, which stops the worker gracefully (lifespan shutdown included) at SIGTERM.
+    """
+
+    port: int
+    process: subprocess.Popen[bytes]
+    log_path: Path
+
+    def log(self) -> str:
+        """Everything the server wrote to stdout and stderr so far."""
+        return self.log_path.read_bytes().decode(errors="replace")
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def stop(self, timeout: float = 10) -> int:
+        """A graceful stop, as an operator does it: SIGTERM to the supervisor; its status."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        return self.process.wait(timeout=timeout)
+
+
+@contextmanager
+def running(
+    app: str, extra_path: Path | None = None, log_path: Path | None = None
+) -> Iterator[Served]:
+    """Run ``app`` under hypercorn's trio worker on 127.0.0.1 until the block ends.
+
+    The output goes to ``log_path`` (a temporary file when not given). At the end whatever
+    still runs is stopped: SIGTERM to the whole process group, then SIGKILL.
+    """
+    with tempfile.TemporaryDirectory() as scratch:
+        if log_path is None:
+            log_path = Path(scratch) / "server.log"
+        port = free_port()
+        env = dict(os.environ)
+        paths = [str(ROOT)] + ([str(extra_path)] if extra_path else [])
+        env["PYTHONPATH"] = os.pathsep.join([*paths, env.get("PYTHONPATH", "")])
+        # A file, not a pipe: a chatty server must never block on a full pipe.
+        with open(log_path, "ab") as log:
+            process = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "hypercorn",
+                    "--worker-class",
+                    "trio",
+                    "--bind",
+                    f"127.0.0.1:{port}",
+                    app,
+                ],
+                cwd=ROOT,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        served = Served(port, process, log_path)
         try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-        log.close()
+            deadline = time.monotonic() + 30
+            while True:
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                    break
+                except OSError:
+                    if process.poll() is not None or time.monotonic() > deadline:
+                        raise RuntimeError(
+                            f"{app} did not start on 127.0.0.1:{port}:\n{served.log()}"
+                        ) from None
+                    time.sleep(0.05)
+            yield served
+        finally:
+            _stop_group(process)
+
+
+def _stop_group(process: subprocess.Popen[bytes]) -> None:
+    """Stop the process and its workers (its session's group), however far it got."""
+    with suppress(ProcessLookupError):  # already stopped (and reaped), workers included
+        os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
+def serve(app: str, extra_path: Path | None = None) -> Iterator[int]:
+    """The port of ``app`` running under hypercorn (see ``running``), for a fixture."""
+    with running(app, extra_path) as served:
+        yield served.port
 
 
 @pytest.fixture(scope="session")

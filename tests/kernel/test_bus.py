@@ -1,0 +1,137 @@
+"""The listen bus on its own: bounded fan-out, cutting off a stuck listener, filter matching."""
+
+from __future__ import annotations
+
+import pytest
+import trio
+
+from presa_trio._bus import BusEvent, SubscriptionBus, flag_event, resource_updated_event
+
+TOOLS = {"toolsListChanged": True}
+
+
+def tools_changed(n: int = 0) -> BusEvent:
+    return BusEvent("notifications/tools/list_changed", {"n": n}, "toolsListChanged")
+
+
+async def test_a_listener_that_does_not_read_is_cut_off_after_its_buffer() -> None:
+    bus = SubscriptionBus(buffer=4)
+    async with bus.listen("stuck", TOOLS) as stuck:
+        assert bus.listener_count == 1
+        delivered = [bus.publish(tools_changed(n)) for n in range(10)]
+        assert delivered == [1, 1, 1, 1, 0, 0, 0, 0, 0, 0]
+        assert stuck.overflowed
+        assert bus.listener_count == 0
+        got = [(await stuck.receive.receive()).params["n"] for _ in range(4)]
+        assert got == [0, 1, 2, 3]  # the first four, in order; the rest were never queued
+        with pytest.raises(trio.EndOfChannel):
+            await stuck.receive.receive()
+    assert bus.listener_count == 0
+
+
+async def test_a_listener_that_reads_keeps_up_beside_a_stuck_one() -> None:
+    bus = SubscriptionBus(buffer=4)
+    async with bus.listen("stuck", TOOLS) as stuck, bus.listen("reader", TOOLS) as reader:
+        delivered = []
+        got = []
+        for n in range(10):
+            delivered.append(bus.publish(tools_changed(n)))
+            got.append((await reader.receive.receive()).params["n"])
+        assert delivered == [2, 2, 2, 2, 1, 1, 1, 1, 1, 1]
+        assert got == list(range(10))
+        assert stuck.overflowed and not reader.overflowed
+        assert bus.listener_count == 1
+    assert bus.listener_count == 0
+
+
+async def test_only_matching_listeners_fill_up() -> None:
+    bus = SubscriptionBus(buffer=1)
+    async with bus.listen(1, {"promptsListChanged": True}) as other:
+        for n in range(5):
+            assert bus.publish(tools_changed(n)) == 0
+        assert not other.overflowed and bus.listener_count == 1
+
+
+async def test_close_ends_streams_gracefully_and_later_listens_at_once() -> None:
+    bus = SubscriptionBus(buffer=4)
+    async with bus.listen("open", TOOLS) as listener:
+        assert bus.publish(tools_changed()) == 1
+        bus.close()
+        assert bus.listener_count == 0
+        assert (await listener.receive.receive()).params == {"n": 0}  # queued events stay
+        with pytest.raises(trio.EndOfChannel):
+            await listener.receive.receive()
+        assert not listener.overflowed  # a clean end, not a cut-off
+    async with bus.listen("late", TOOLS) as late:
+        assert bus.listener_count == 0
+        assert bus.publish(tools_changed()) == 0
+        with pytest.raises(trio.EndOfChannel):
+            await late.receive.receive()
+        assert not late.overflowed
+
+
+@pytest.mark.parametrize(
+    ("agreed", "matches"),
+    [
+        ({"toolsListChanged": True}, True),
+        ({"toolsListChanged": True, "promptsListChanged": True}, True),
+        ({"toolsListChanged": False}, False),
+        ({"toolsListChanged": "true"}, False),
+        ({"toolsListChanged": 1}, False),
+        ({"promptsListChanged": True}, False),
+        ({}, False),
+    ],
+)
+def test_flag_events_need_their_flag_true(agreed: dict[str, object], matches: bool) -> None:
+    event = flag_event("notifications/tools/list_changed", "toolsListChanged")
+    assert event.matches(agreed) is matches
+
+
+@pytest.mark.parametrize(
+    ("uri", "watched", "matches"),
+    [
+        ("test://a/b", ["test://a/"], True),
+        ("test://a/b", ["test://a"], True),
+        ("test://a/b/c", ["test://a/"], True),
+        ("test://a/b", ["test://a/b"], True),
+        ("test://a/", ["test://a/"], True),
+        ("test://ab", ["test://a/"], False),
+        ("test://ab", ["test://a"], False),
+        ("test://a", ["test://a/b"], False),
+        ("test://a/b", ["test://x", "test://a/"], True),
+        ("test://a/b", [], False),
+        ("test://a/b", "test://a/", False),  # not a list
+        ("test://a/b", [None, 5], False),
+    ],
+)
+def test_resource_updates_match_equal_or_parent_uris(
+    uri: str, watched: object, matches: bool
+) -> None:
+    event = resource_updated_event(uri)
+    assert event.params == {"uri": uri}
+    assert event.matches({"resourceSubscriptions": watched}) is matches
+
+
+@pytest.mark.parametrize(
+    ("agreed", "matches"),
+    [
+        ({"taskIds": ["t1", "t2"]}, True),
+        ({"taskIds": ("t1",)}, True),
+        ({"taskIds": ["t2"]}, False),
+        ({"taskIds": ["t"]}, False),  # no prefix matching outside resourceSubscriptions
+        ({"taskIds": "t1"}, False),  # not a list
+        ({"taskIds": True}, False),  # a value event is never selected by a flag
+        ({"resourceSubscriptions": ["t1"]}, False),
+        ({}, False),
+    ],
+)
+def test_extension_keys_match_by_membership(agreed: dict[str, object], matches: bool) -> None:
+    event = BusEvent("notifications/tasks", {"taskId": "t1"}, "taskIds", "t1")
+    assert event.matches(agreed) is matches
+
+
+def test_extension_ids_are_not_treated_as_uri_prefixes() -> None:
+    event = BusEvent("notifications/tasks", {}, "taskIds", "t1/x")
+    assert not event.matches({"taskIds": ["t1"]})
+    assert not event.matches({"taskIds": ["t1/"]})
+    assert event.matches({"taskIds": ["t1/x"]})

@@ -1,0 +1,129 @@
+"""Declaring on a ``Server``: decorators need their parentheses, and nothing is declared twice."""
+
+from __future__ import annotations
+
+import pytest
+
+from presa_trio import Server
+
+
+def nothing_registered(server: Server) -> bool:
+    registry = server.registry
+    return not (
+        registry.tools
+        or registry.prompts
+        or registry.resources
+        or registry.templates
+        or registry.completers
+    )
+
+
+def handler() -> str:
+    """A handler."""
+    return "x"
+
+
+@pytest.mark.parametrize("decorator", ["tool", "prompt", "resource", "completion"])
+def test_bare_decorators_are_refused_with_a_hint(decorator: str) -> None:
+    server = Server("bare")
+    with pytest.raises(TypeError) as caught:
+        getattr(server, decorator)(handler)  # what ``@server.<decorator>`` does
+    assert str(caught.value) == (
+        f"write @server.{decorator}(...) with parentheses, not @server.{decorator}"
+    )
+    assert nothing_registered(server)
+
+
+def test_bare_decorator_syntax_fails_at_declaration() -> None:
+    server = Server("bare")
+    with pytest.raises(TypeError, match=r"parentheses"):
+
+        @server.tool  # type: ignore[arg-type]
+        def forgot() -> str:
+            """Forgot the parentheses."""
+            return "x"
+
+    with pytest.raises(TypeError, match=r"parentheses"):
+
+        @server.completion  # type: ignore[arg-type]
+        def forgot_too(name: str, value: str, context: dict[str, str]) -> list[str]:
+            return []
+
+    assert nothing_registered(server)
+
+
+def test_with_parentheses_everything_registers() -> None:
+    server = Server("ok")
+    server.tool()(handler)
+    server.prompt()(handler)
+    server.resource("test://r")(handler)
+    server.resource("test://items/{id}")(handler)
+    server.completion(prompt="handler")(handler)
+    registry = server.registry
+    assert list(registry.tools) == ["handler"]
+    assert list(registry.prompts) == ["handler"]
+    assert list(registry.resources) == ["test://r"]
+    assert list(registry.templates) == ["test://items/{id}"]
+    assert list(registry.completers) == [("ref/prompt", "handler")]
+
+
+def test_a_second_completer_for_the_same_ref_is_refused() -> None:
+    server = Server("dup")
+
+    def first(name: str, value: str, context: dict[str, str]) -> list[str]:
+        return ["first"]
+
+    def second(name: str, value: str, context: dict[str, str]) -> list[str]:
+        return ["second"]
+
+    server.completion(prompt="p")(first)
+    with pytest.raises(ValueError, match=r"a completer for 'p' is declared twice"):
+        server.completion(prompt="p")(second)
+    server.completion(resource="test://items/{id}")(first)
+    with pytest.raises(ValueError, match=r"declared twice"):
+        server.completion(resource="test://items/{id}")(second)
+    server.completion(resource="p")(second)  # same name, other kind of ref: fine
+    completers = server.registry.completers
+    assert completers[("ref/prompt", "p")].fn is first  # never silently replaced
+    assert completers[("ref/resource", "test://items/{id}")].fn is first
+    assert completers[("ref/resource", "p")].fn is second
+
+
+def test_completion_needs_exactly_one_ref() -> None:
+    server = Server("refs")
+    with pytest.raises(ValueError, match=r"exactly one"):
+        server.completion()
+    with pytest.raises(ValueError, match=r"exactly one"):
+        server.completion(prompt="p", resource="r")
+
+
+def test_duplicate_tool_prompt_and_resource_names_are_refused() -> None:
+    server = Server("dup")
+
+    def other() -> str:
+        """Another handler."""
+        return "y"
+
+    server.tool()(handler)
+    with pytest.raises(ValueError, match=r"tool 'handler' is declared twice"):
+        server.tool()(handler)
+    with pytest.raises(ValueError, match=r"tool 'handler' is declared twice"):
+        server.tool("handler")(other)
+
+    server.prompt("greet")(handler)
+    with pytest.raises(ValueError, match=r"prompt 'greet' is declared twice"):
+        server.prompt("greet")(other)
+
+    server.resource("test://r")(handler)
+    with pytest.raises(ValueError, match=r"resource 'test://r' is declared twice"):
+        server.resource("test://r", name="other")(other)
+
+    server.resource("test://items/{id}")(handler)
+    with pytest.raises(ValueError, match=r"resource 'test://items/\{id\}' is declared twice"):
+        server.resource("test://items/{id}")(other)
+
+    registry = server.registry
+    assert registry.tools["handler"].signature.fn is handler
+    assert registry.prompts["greet"].signature.fn is handler
+    assert registry.resources["test://r"].signature.fn is handler
+    assert registry.templates["test://items/{id}"].signature.fn is handler
