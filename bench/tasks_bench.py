@@ -55,14 +55,18 @@ class Sink:
 
     keepalive = notify
 
-    async def finish(self, message: dict[str, Any], status: int) -> None:
-        self.message = message
+    async def finish(self, data: bytes, status: int) -> None:
+        self.message = json.loads(data)
 
 
 def build() -> Server:
     server = Server("tasks-bench", "0")  # defaults: validate_inbound=True, validate_outbound=False
     server.add_extension(
-        TasksExtension(limits=Limits(max_tasks=None, max_active_per_principal=None))
+        TasksExtension(
+            limits=Limits(
+                max_tasks=None, max_stored_per_principal=None, max_active_per_principal=None
+            )
+        )
     )
 
     def pong() -> str:

@@ -45,6 +45,7 @@ class Context:
 
     __slots__ = (
         "_last_progress",
+        "_logging",
         "_notify",
         "_principal",
         "_principal_of",
@@ -76,6 +77,7 @@ class Context:
         headers: RoutingHeaders | None = None,
         keepalive: Callable[[], Awaitable[None]] | None = None,
         principal_of: PrincipalOf | None = None,
+        logging: bool = False,
     ) -> None:
         self.request_id = request_id
         self.method = method
@@ -96,6 +98,7 @@ class Context:
         self._provide: InputProvider | None = None
         self._principal_of = principal_of
         self._principal: str | None = None
+        self._logging = logging
         self._last_progress: float | None = None
         # Per-request scratch space for extensions and middleware; dies with the request.
         self.extras: dict[str, Any] = {}
@@ -124,6 +127,18 @@ class Context:
             raise MissingCapability(
                 f"This request requires the {'.'.join(path)} capability", dialect.nested(*path)
             )
+
+    def start_background(
+        self, fn: Callable[..., Awaitable[object]], *args: Any, name: str | None = None
+    ) -> None:
+        """Start ``fn(*args)`` as background work of this run, to go on after this request
+        has answered (see ``Runtime.start_background``: owned, bounded, cancelled at shutdown).
+
+        CPU-bound work does not belong in an ``async`` tool or here: it stalls every other
+        request for as long as it computes. Write such a tool as a plain ``def`` (it runs in
+        a worker thread).
+        """
+        self.runtime.start_background(fn, *args, name=name)
 
     def service(self, extension: Any) -> Any:
         """The service ``extension`` (or its id) started for this run."""
@@ -164,12 +179,13 @@ class Context:
     async def log(self, level: str, data: Any, logger: str | None = None) -> None:
         """Send ``notifications/message`` if this request opted in at ``level`` or below.
 
-        Logging is deprecated in 2026-07-28 and off unless the request's ``_meta`` names a
-        ``logLevel`` (wire §16).
+        Logging is deprecated in 2026-07-28: nothing is sent unless the server declares the
+        ``logging`` capability (``Server(logging=True)``; servers that log MUST declare it)
+        and the request's ``_meta`` names a ``logLevel`` (wire §16).
         """
         if level not in dialect.LOG_LEVELS:
             raise ValueError(f"unknown log level {level!r}")
-        if not dialect.log_enabled(self.meta, level):
+        if not (self._logging and dialect.log_enabled(self.meta, level)):
             await trio.lowlevel.checkpoint()
             return
         params: dict[str, Any] = {"level": level, "data": data}
@@ -201,6 +217,9 @@ class Context:
         in your tool does not catch it, so never wrap this call in ``except BaseException``.
         """
         if self._provide is not None:
+            # A task asks through tasks/get, but the rule is the same: never ask a client
+            # for what it did not declare (wire §10.5). The task fails with -32021 inlined.
+            check_askable(self.meta.client_capabilities, requests)
             return await self._provide(self, requests)
         await trio.lowlevel.checkpoint()
         found = {k: self.input_responses[k] for k in requests if k in self.input_responses}
@@ -231,6 +250,7 @@ class Context:
             runtime=self.runtime,
             schemas=self.schemas,
             principal_of=self._principal_of,
+            logging=self._logging,
         )
         other._principal = self._principal
         other._provide = provide

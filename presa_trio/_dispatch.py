@@ -30,7 +30,7 @@ from ._schema import Schemas, error_definition
 from ._served import Settings
 from ._wire import dialect
 from ._wire import headers as routing
-from ._wire.jsonrpc import Request, RequestId, error_message, result_message
+from ._wire.jsonrpc import Request, RequestId, encode, error_message, result_message
 from .errors import (
     InternalError,
     InvalidParams,
@@ -38,21 +38,26 @@ from .errors import (
     MethodNotFound,
     MissingCapability,
     ServiceUnavailable,
+    UnsupportedVersion,
 )
 
 logger = logging.getLogger("presa_trio")
 
 
 class Responder(Protocol):
-    """How a transport carries one request's messages back to its client."""
+    """How a transport carries one request's messages back to its client.
 
-    async def notify(self, message: dict[str, Any]) -> None:
+    Messages arrive encoded (compact one-line UTF-8 JSON): the dispatcher encodes each once,
+    and only what encodes is ever sent.
+    """
+
+    async def notify(self, data: bytes) -> None:
         """Send a request-scoped notification (may turn the response into a stream)."""
 
     async def keepalive(self) -> None:
         """Keep a quiet long-lived stream open (an SSE comment on HTTP)."""
 
-    async def finish(self, message: dict[str, Any], status: int) -> None:
+    async def finish(self, data: bytes, status: int) -> None:
         """Send the final response; ``status`` is the HTTP status if no stream started yet."""
 
 
@@ -93,6 +98,8 @@ class Dispatcher:
         self, request: Request, headers: routing.RoutingHeaders | None
     ) -> tuple[Route, dialect.RequestMeta]:
         """Run the admission ladder of wire §12.3 (steps 5-14); raise the first failure."""
+        if request.method == "initialize":
+            _refuse_legacy_initialize(request, headers, self.settings.supported_versions)
         header_version = None
         if headers is not None:
             header_version = routing.check_protocol_version_present(headers)
@@ -149,23 +156,18 @@ class Dispatcher:
             if runtime is None:
                 raise ServiceUnavailable("Server is not running: its lifespan has not started")
             result = await self._run(request, headers, responder, runtime)
-            message, status = result_message(request.id, result), 200
+            data, status = self._encoded(request, result_message(request.id, result)), 200
         except BaseException as exc:
             error = self._error_of(exc, request.method)
-            message, status = error_message(request.id, error), error.http_status
-        if "error" in message and self.settings.validate_outbound:
-            self._check_error(message)
-        await responder.finish(message, status)
+            data, status = self._error_data(request.id, error), error.http_status
+        await responder.finish(data, status)
 
     async def refuse(
         self, error: McpError, request_id: RequestId | None, responder: Responder
     ) -> None:
         """Answer a rejection a transport decided before dispatch (a parse error, a body too
         large, a forbidden Host): same shape, same outbound check, as every other error."""
-        message = error_message(request_id, error)
-        if self.settings.validate_outbound:
-            self._check_error(message)
-        await responder.finish(message, error.http_status)
+        await responder.finish(self._error_data(request_id, error), error.http_status)
 
     async def _run(
         self,
@@ -186,6 +188,7 @@ class Dispatcher:
             headers=headers,
             keepalive=responder.keepalive,
             principal_of=self.settings.principal,
+            logging=self.settings.logging,
         )
         if not route.input_required:
             result = await route.handler(ctx, request.params)
@@ -200,6 +203,21 @@ class Dispatcher:
         self._finish(result)
         self._check_result(route, result)
         return result
+
+    def _encoded(self, request: Request, message: dict[str, Any]) -> bytes:
+        """``message`` as bytes; a result that is not JSON (``NaN``, a lone surrogate) is a
+        server fault, answered -32603 like any other, never a broken response."""
+        try:
+            return encode(message)
+        except (ValueError, UnicodeEncodeError):
+            logger.error("the %s result is not JSON and was dropped", request.method)
+            return self._error_data(request.id, InternalError("Internal error"))
+
+    def _error_data(self, request_id: RequestId | None, error: McpError) -> bytes:
+        message = error_message(request_id, error)
+        if self.settings.validate_outbound:
+            self._check_error(message)
+        return encode(message)
 
     def _error_of(self, exc: BaseException, method: str) -> McpError:
         """The error to answer for ``exc``; cancellation (and anything not an ``Exception``)
@@ -242,16 +260,21 @@ class Dispatcher:
     # ------------------------------------------------------------------ outbound checks
 
     def _checked_notify(self, responder: Responder) -> Callable[[dict[str, Any]], Awaitable[None]]:
-        if not self.settings.validate_outbound:
-            return responder.notify
-        definitions = self._notification_defs
+        """How a handler's notifications reach the responder: checked (when outbound
+        validation is on) and encoded; one that is not JSON fails the request with -32603."""
+        definitions = self._notification_defs if self.settings.validate_outbound else None
 
         async def notify(message: dict[str, Any]) -> None:
-            definition = definitions.get(message["method"], "JSONRPCNotification")
-            violations = self.schemas.violations(definition, message)
-            if violations:
-                raise InternalError(f"Server built an invalid notification: {violations[0]}")
-            await responder.notify(message)
+            if definitions is not None:
+                definition = definitions.get(message["method"], "JSONRPCNotification")
+                violations = self.schemas.violations(definition, message)
+                if violations:
+                    raise InternalError(f"Server built an invalid notification: {violations[0]}")
+            try:
+                data = encode(message)
+            except (ValueError, UnicodeEncodeError):
+                raise InternalError("Server built a notification that is not JSON") from None
+            await responder.notify(data)
 
         return notify
 
@@ -275,3 +298,23 @@ class Dispatcher:
         violations = self.schemas.violations(definition, message)
         if violations:  # our own bug: say so loudly, still answer
             logger.error("invalid error response: %s", violations)
+
+
+def _refuse_legacy_initialize(
+    request: Request, headers: routing.RoutingHeaders | None, supported: tuple[str, ...]
+) -> None:
+    """An older client's ``initialize`` learns which versions this server speaks (spec
+    basic/versioning.mdx): legacy traffic is a request without 2026-07-28 ``_meta`` whose
+    version header, if any, names another version (wire §12.3 step 5). An ``initialize`` in
+    the new dialect is simply an unknown method (-32601)."""
+    params = request.params if isinstance(request.params, dict) else {}
+    meta = params.get("_meta")
+    if isinstance(meta, dict) and dialect.META_PROTOCOL_VERSION in meta:
+        return
+    header = headers.get(routing.PROTOCOL_VERSION_HEADER) if headers is not None else None
+    if header in supported:
+        return
+    requested = params.get("protocolVersion")
+    if not isinstance(requested, str):
+        requested = header if isinstance(header, str) else "unknown"
+    raise UnsupportedVersion(requested, list(supported))

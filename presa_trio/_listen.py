@@ -57,7 +57,7 @@ async def listen(served: Served, ctx: Context, params: dict[str, Any]) -> dict[s
         try:
             while True:
                 with trio.move_on_after(KEEPALIVE_SECONDS) as quiet:
-                    event = await listener.receive.receive()
+                    event = await listener.receive()
                 if quiet.cancelled_caught:
                     if ctx.keepalive is not None:
                         await ctx.keepalive()

@@ -10,6 +10,7 @@ dispatcher; the decorators that fill a registry live on ``Server``.
 from __future__ import annotations
 
 import inspect
+import logging
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -31,9 +32,11 @@ from ._results import (
 from ._signature import Handler, Signature
 from ._typeschema import to_jsonable
 from ._wire.headers import HeaderParam, header_params_of
-from .errors import InternalError, InvalidParams, ToolError
+from .errors import InvalidParams, ToolError
 
 MAX_COMPLETIONS = 100
+
+logger = logging.getLogger("presa_trio")
 
 _TOOL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 
@@ -126,8 +129,15 @@ class Tool:
         if self.output_schema is not None:
             structured = to_jsonable(value)
             if not self.output_validator.is_valid(structured):
-                raise InternalError(
-                    f"Tool {self.name} returned output that violates its outputSchema"
+                # The tool's own failure, shown as one (isError) so the client can read it;
+                # what exactly was wrong goes to the log, not to the client.
+                first = next(iter(self.output_validator.iter_errors(structured)))
+                where = "/".join(map(str, first.instance_path)) or "(root)"
+                logger.error(
+                    "tool %s broke its outputSchema at %s: %s", self.name, where, first.message
+                )
+                return error_result(
+                    f"Tool {self.name} returned output that does not match its outputSchema"
                 )
             return structured_result(structured)
         return call_result(content_of(value))

@@ -17,10 +17,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, final
 
-from .errors import InvalidParams
+from .errors import InternalError, InvalidParams
 
 _VERSION = "s1"
 DEFAULT_TTL_SECONDS = 600.0
+#: The largest ``requestState`` a server issues: it must come back inside a request body.
+DEFAULT_MAX_STATE_BYTES = 65_536
 
 
 def _b64(data: bytes) -> str:
@@ -76,9 +78,15 @@ class KeyRing:
 class StateSealer:
     """Issues and verifies ``requestState`` strings for one server."""
 
-    def __init__(self, ring: KeyRing | None = None, ttl: float = DEFAULT_TTL_SECONDS) -> None:
+    def __init__(
+        self,
+        ring: KeyRing | None = None,
+        ttl: float = DEFAULT_TTL_SECONDS,
+        max_bytes: int = DEFAULT_MAX_STATE_BYTES,
+    ) -> None:
         self.ring = ring if ring is not None else KeyRing()
         self.ttl = ttl
+        self.max_bytes = max_bytes
 
     def seal(self, data: Mapping[str, Any], *, binding: str, round: int, now: float) -> str:
         payload = {
@@ -88,10 +96,17 @@ class StateSealer:
             "n": _b64(secrets.token_bytes(8)),
             "d": data,
         }
-        body = _b64(json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode())
+        try:
+            text = json.dumps(payload, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+            body = _b64(text.encode())
+        except (TypeError, ValueError, UnicodeEncodeError):
+            raise InternalError("A handler's requestState data is not JSON") from None
         signed = f"{_VERSION}.{self.ring.active}.{body}"
         mac = hmac.new(self.ring.key(self.ring.active) or b"", signed.encode(), hashlib.sha256)
-        return f"{signed}.{_b64(mac.digest())}"
+        token = f"{signed}.{_b64(mac.digest())}"
+        if len(token) > self.max_bytes:  # it could never come back: refuse to issue it
+            raise InternalError(f"requestState would be larger than {self.max_bytes} bytes")
+        return token
 
     def unseal(self, token: object, *, binding: str, now: float) -> Unsealed:
         """Verify a state or raise -32602; nothing of an unverified state is ever read."""

@@ -8,14 +8,16 @@ can be run again, or twice at once. Transports receive the runtime. It does no p
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
+from functools import partial
 from typing import Any, final
 
 import trio
 
+from ._boundary import error_boundary
 from ._bus import BusEvent, SubscriptionBus, flag_event, resource_updated_event
 from ._request_state import StateSealer
-from .errors import InternalError
+from .errors import CapacityExceeded, InternalError
 
 
 @final
@@ -33,12 +35,15 @@ class Runtime:
         sealer: StateSealer,
         thread_limiter: trio.CapacityLimiter,
         bus: SubscriptionBus | None = None,
+        max_background: int = 1_000,
     ) -> None:
         self._nursery = nursery
         self.sealer = sealer
         self.thread_limiter = thread_limiter
         self.bus = bus if bus is not None else SubscriptionBus()
         self.draining = trio.Event()
+        self.max_background = max_background
+        self.background_count = 0
         self._services: dict[str, object] = {}
         self._token = trio.lowlevel.current_trio_token()
 
@@ -88,6 +93,36 @@ class Runtime:
     def notify_resource_updated(self, uri: str) -> int:
         """Tell the listeners subscribed to ``uri`` (or a parent of it) that it changed."""
         return self.publish(resource_updated_event(uri))
+
+    # ------------------------------------------------------------------ background work
+
+    def start_background(
+        self, fn: Callable[..., Awaitable[object]], *args: Any, name: str | None = None
+    ) -> None:
+        """Run ``fn(*args)`` in this run's background nursery, after the request that started
+        it has answered: owned by the run, cancelled at shutdown, behind an error boundary
+        (an error is logged, it stops nothing else), and bounded: ``CapacityExceeded`` once
+        ``max_background`` such tasks are running. Safe from a sync tool's worker thread.
+        """
+        if not trio.lowlevel.in_trio_task():
+            trio.from_thread.run_sync(
+                lambda: self.start_background(fn, *args, name=name), trio_token=self._token
+            )
+            return
+        if self.background_count >= self.max_background:
+            raise CapacityExceeded("max_background_tasks", "Too much background work running")
+        self.background_count += 1
+        label = str(name or getattr(fn, "__qualname__", repr(fn)))
+        self._nursery.start_soon(partial(self._background, fn, args, label), name=label)
+
+    async def _background(
+        self, fn: Callable[..., Awaitable[object]], args: tuple[Any, ...], label: str
+    ) -> None:
+        try:
+            with error_boundary(f"background task {label}"):
+                await fn(*args)
+        finally:
+            self.background_count -= 1
 
     # ------------------------------------------------------------------ shutdown
 

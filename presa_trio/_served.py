@@ -14,10 +14,12 @@ from typing import Any, final
 from ._context import Context
 from ._extensions import Extension
 from ._registry import Registry
-from ._request_state import DEFAULT_TTL_SECONDS, KeyRing
+from ._request_state import DEFAULT_MAX_STATE_BYTES, DEFAULT_TTL_SECONDS, KeyRing
 from ._wire import dialect
 
 DEFAULT_MAX_THREADS = 40
+DEFAULT_MAX_LISTENERS = 1_000
+DEFAULT_MAX_BACKGROUND = 1_000
 
 
 @final
@@ -37,7 +39,10 @@ class Settings:
     principal: Callable[[Context], str] | None = None
     state_keys: KeyRing | None = None
     state_ttl: float = DEFAULT_TTL_SECONDS
+    max_state_bytes: int = DEFAULT_MAX_STATE_BYTES
     max_threads: int = DEFAULT_MAX_THREADS
+    max_listeners: int | None = DEFAULT_MAX_LISTENERS
+    max_background: int = DEFAULT_MAX_BACKGROUND
 
     def __post_init__(self) -> None:
         if self.cache_scope not in ("public", "private"):

@@ -16,15 +16,22 @@ from typing import Any, TypeVar, final
 import trio
 
 from ._boundary import absorb
+from ._bus import SubscriptionBus
 from ._context import Context
 from ._core import core_routes
 from ._dispatch import Dispatcher
 from ._extensions import Extension, ExtensionContext
 from ._registry import Completer, Prompt, Registry, Resource, ResourceTemplate, Tool
-from ._request_state import DEFAULT_TTL_SECONDS, KeyRing, StateSealer
+from ._request_state import DEFAULT_MAX_STATE_BYTES, DEFAULT_TTL_SECONDS, KeyRing, StateSealer
 from ._runtime import Runtime
 from ._schema import Schemas
-from ._served import DEFAULT_MAX_THREADS, Served, Settings
+from ._served import (
+    DEFAULT_MAX_BACKGROUND,
+    DEFAULT_MAX_LISTENERS,
+    DEFAULT_MAX_THREADS,
+    Served,
+    Settings,
+)
 from ._signature import Handler, Signature
 from ._transports.asgi import AsgiApp
 
@@ -56,7 +63,10 @@ class Server:
 
     ``principal(ctx)`` names who is asking (from your authentication): a ``requestState``
     issued to one principal is refused for another (wire §10.4), and extensions scope their
-    data by it. ``max_threads`` bounds the worker threads sync handlers run in.
+    data by it. Every resource a client can make the server hold is bounded: ``max_threads``
+    (worker threads for sync handlers), ``max_listeners`` (open listen streams),
+    ``max_background`` (``ctx.start_background`` work), ``max_state_bytes`` (a sealed
+    ``requestState``). Past a bound the answer is a retryable -32603 (HTTP 503).
     """
 
     def __init__(
@@ -77,6 +87,9 @@ class Server:
         state_ttl: float = DEFAULT_TTL_SECONDS,
         principal: Callable[[Context], str] | None = None,
         max_threads: int = DEFAULT_MAX_THREADS,
+        max_listeners: int | None = DEFAULT_MAX_LISTENERS,
+        max_background: int = DEFAULT_MAX_BACKGROUND,
+        max_state_bytes: int = DEFAULT_MAX_STATE_BYTES,
     ) -> None:
         info: dict[str, Any] = {"name": name, "version": version}
         if title is not None:
@@ -94,7 +107,10 @@ class Server:
             principal=principal,
             state_keys=state_keys,
             state_ttl=state_ttl,
+            max_state_bytes=max_state_bytes,
             max_threads=max_threads,
+            max_listeners=max_listeners,
+            max_background=max_background,
         )
         self.schemas = schemas if schemas is not None else Schemas()
         self.registry = Registry()
@@ -281,10 +297,18 @@ class Server:
         startup). On exit the runtime drains first (listen streams end with their final
         result, no new tasks are admitted), then its background work is cancelled.
         """
-        sealer = StateSealer(self.settings.state_keys, self.settings.state_ttl)
-        limiter = trio.CapacityLimiter(self.settings.max_threads)
+        settings = self.settings
+        sealer = StateSealer(settings.state_keys, settings.state_ttl, settings.max_state_bytes)
+        limiter = trio.CapacityLimiter(settings.max_threads)
+        bus = SubscriptionBus(max_listeners=settings.max_listeners)
         async with trio.open_nursery() as nursery:
-            runtime = Runtime(nursery, sealer=sealer, thread_limiter=limiter)
+            runtime = Runtime(
+                nursery,
+                sealer=sealer,
+                thread_limiter=limiter,
+                bus=bus,
+                max_background=settings.max_background,
+            )
             try:
                 for extension in self._extensions:
                     context = ExtensionContext(runtime, self.registry, self.schemas)

@@ -20,6 +20,7 @@ __all__ = [
     "MethodNotFound",
     "MissingCapability",
     "ParseError",
+    "RequestTimeout",
     "RequestTooLarge",
     "ServiceUnavailable",
     "ToolError",
@@ -65,6 +66,12 @@ class Forbidden(InvalidRequest):
     http_status = 403
 
 
+class RequestTimeout(InvalidRequest):
+    """The request body did not arrive within the server's deadline (HTTP 408)."""
+
+    http_status = 408
+
+
 class RequestTooLarge(InvalidRequest):
     """The request body is over the transport's limit (HTTP 413); nothing more is read."""
 
@@ -102,8 +109,10 @@ class CapacityExceeded(InternalError):
     """A bounded resource is full (tasks, listen streams): ``limit`` names which bound.
 
     Raised below the dispatcher (a task store, the listen bus) and answered as it is: a
-    retryable -32603 that names the limit, never a traceback.
+    retryable -32603 with HTTP 503 that names the limit, never a traceback.
     """
+
+    http_status = 503
 
     def __init__(self, limit: str, message: str = "Capacity exhausted") -> None:
         super().__init__(message, {"retryable": True, "limit": limit})

@@ -9,6 +9,7 @@ lifespan runs the server (``open_runtime``); a client disconnect cancels its req
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, final
@@ -21,8 +22,8 @@ from .._runtime import Runtime
 from .._wire import sse
 from .._wire.admission import HostPolicy, refuse_reason
 from .._wire.headers import RoutingHeaders
-from .._wire.jsonrpc import EnvelopeError, Notification, encode, parse_message
-from ..errors import Forbidden, RequestTooLarge
+from .._wire.jsonrpc import EnvelopeError, Notification, parse_message
+from ..errors import Forbidden, RequestTimeout, RequestTooLarge
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -35,6 +36,8 @@ logger = logging.getLogger("presa_trio.http")
 _JSON = [(b"content-type", b"application/json")]
 _PLAIN = [(b"content-type", b"text/plain; charset=utf-8")]
 DEFAULT_MAX_BODY = 4 * 1024 * 1024
+DEFAULT_BODY_TIMEOUT = 30.0
+DEFAULT_WRITE_TIMEOUT = 30.0
 
 
 @final
@@ -43,8 +46,11 @@ class AsgiApp:
 
     ``path`` is the endpoint (``/mcp``); ``max_body`` caps a request body in bytes (413
     beyond it, read no further); ``host_policy`` guards against DNS rebinding (loopback
-    names only by default). The ASGI lifespan runs the server; a host application that does
-    not forward its lifespan to this app enters ``app.lifespan()`` itself.
+    names only by default). ``body_timeout`` bounds the time a request body may take to
+    arrive (408 after it); ``write_timeout`` bounds each write to a client that has stopped
+    reading (its request is then dropped like a disconnected one). The ASGI lifespan runs the
+    server; a host application that does not forward its lifespan to this app enters
+    ``app.lifespan()`` itself.
     """
 
     def __init__(
@@ -55,6 +61,8 @@ class AsgiApp:
         path: str = "/mcp",
         max_body: int = DEFAULT_MAX_BODY,
         host_policy: HostPolicy | None = None,
+        body_timeout: float = DEFAULT_BODY_TIMEOUT,
+        write_timeout: float = DEFAULT_WRITE_TIMEOUT,
     ) -> None:
         self.dispatcher = dispatcher
         self._open_runtime = open_runtime
@@ -62,6 +70,8 @@ class AsgiApp:
         self.path = path
         self.max_body = max_body
         self.host_policy = host_policy if host_policy is not None else HostPolicy()
+        self.body_timeout = body_timeout
+        self.write_timeout = write_timeout
 
     @property
     def runtime(self) -> Runtime | None:
@@ -139,7 +149,7 @@ class AsgiApp:
         if scope["path"] != self.path:
             await _plain(send, 404, b"Not Found")
             return
-        responder = HttpResponder(send)
+        responder = HttpResponder(send, write_timeout=self.write_timeout)
         host = origin = None
         for name, value in scope["headers"]:
             if name == b"host":
@@ -166,27 +176,33 @@ class AsgiApp:
             return
         runtime = self._runtime
         async with trio.open_nursery() as nursery:
+            responder = HttpResponder(send, nursery.cancel_scope, self.write_timeout)
             nursery.start_soon(_cancel_on_disconnect, receive, nursery.cancel_scope)
             headers = RoutingHeaders(scope["headers"])
             await self.dispatcher.serve(message, headers, responder, runtime)
             nursery.cancel_scope.cancel()
 
     async def _read_body(self, receive: Receive, responder: HttpResponder) -> bytes | None:
+        """The whole body, or None after answering why not (too large, too slow, gone)."""
         chunks: list[bytes] = []
         size = 0
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return None
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > self.max_body:
-                error = RequestTooLarge(f"Request body exceeds {self.max_body} bytes")
-                await self.dispatcher.refuse(error, None, responder)
-                return None
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                return b"".join(chunks)
+        with trio.move_on_after(self.body_timeout):
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    return None
+                chunk = message.get("body", b"")
+                size += len(chunk)
+                if size > self.max_body:
+                    too_large = RequestTooLarge(f"Request body exceeds {self.max_body} bytes")
+                    await self.dispatcher.refuse(too_large, None, responder)
+                    return None
+                chunks.append(chunk)
+                if not message.get("more_body", False):
+                    return b"".join(chunks)
+        error = RequestTimeout(f"Request body not received within {self.body_timeout:g} s")
+        await self.dispatcher.refuse(error, None, responder)
+        return None
 
 
 async def _cancel_on_disconnect(receive: Receive, scope: trio.CancelScope) -> None:
@@ -197,47 +213,64 @@ async def _cancel_on_disconnect(receive: Receive, scope: trio.CancelScope) -> No
 
 @final
 class HttpResponder:
-    """Answers one request as JSON, or as SSE from its first notification on."""
+    """Answers one request as JSON, or as SSE from its first notification on.
 
-    __slots__ = ("_send", "_streaming")
+    Every write has a deadline: a client that stops reading is treated as gone (its request's
+    scope is cancelled and nothing more is written), so it cannot pin the connection, the
+    response's memory or the handler. The final write is shielded from cancellation: the
+    server finishes (or closes) the HTTP exchange inside it, and a cancel landing there, such
+    as the disconnect watcher's, would leave the connection open for good.
+    """
 
-    def __init__(self, send: Send) -> None:
+    __slots__ = ("_gone", "_scope", "_send", "_streaming", "_write_timeout")
+
+    def __init__(
+        self, send: Send, scope: trio.CancelScope | None = None, write_timeout: float = math.inf
+    ) -> None:
         self._send = send
+        self._scope = scope
+        self._write_timeout = write_timeout
         self._streaming = False
+        self._gone = False
+
+    async def _write(self, message: Message, *, final: bool = False) -> None:
+        if self._gone:
+            await trio.lowlevel.checkpoint()
+            return
+        with trio.move_on_after(self._write_timeout, shield=final) as late:
+            await self._send(message)
+        if late.cancelled_caught:
+            logger.info("a client stopped reading for %s s; its request is dropped", late.deadline)
+            self._gone = True
+            if self._scope is not None:
+                self._scope.cancel()
 
     async def _start_stream(self) -> None:
         self._streaming = True
-        await self._send({"type": "http.response.start", "status": 200, "headers": sse.HEADERS})
+        await self._write({"type": "http.response.start", "status": 200, "headers": sse.HEADERS})
 
-    async def notify(self, message: dict[str, Any]) -> None:
+    async def notify(self, data: bytes) -> None:
         if not self._streaming:
             await self._start_stream()
-        await self._send(
-            {"type": "http.response.body", "body": sse.event(encode(message)), "more_body": True}
-        )
+        message = {"type": "http.response.body", "body": sse.event(data), "more_body": True}
+        await self._write(message)
 
     async def keepalive(self) -> None:
         if not self._streaming:
             await self._start_stream()
-        await self._send({"type": "http.response.body", "body": sse.KEEPALIVE, "more_body": True})
+        await self._write({"type": "http.response.body", "body": sse.KEEPALIVE, "more_body": True})
 
-    async def finish(self, message: dict[str, Any], status: int) -> None:
-        if self._streaming:
-            await self._send({"type": "http.response.body", "body": sse.event(encode(message))})
-        else:
-            await _json(self._send, status, message)
-
-
-async def _json(send: Send, status: int, message: dict[str, Any]) -> None:
-    body = encode(message)
-    headers = [*_JSON, (b"content-length", str(len(body)).encode())]
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
+    async def finish(self, data: bytes, status: int) -> None:
+        if not self._streaming:
+            headers = [*_JSON, (b"content-length", str(len(data)).encode())]
+            await self._write({"type": "http.response.start", "status": status, "headers": headers})
+        body = sse.event(data) if self._streaming else data
+        await self._write({"type": "http.response.body", "body": body}, final=True)
 
 
 async def _plain(
     send: Send, status: int, body: bytes, extra: list[tuple[bytes, bytes]] | None = None
-) -> None:
+) -> None:  # status answers decided before anything is read: nothing to cancel yet
     headers = [*_PLAIN, (b"content-length", str(len(body)).encode()), *(extra or [])]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})

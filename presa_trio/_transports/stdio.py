@@ -13,13 +13,13 @@ import logging
 import os
 from collections.abc import AsyncIterator, Iterator
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, contextmanager
-from typing import Any, Protocol, final
+from typing import Protocol, final
 
 import trio
 
 from .._dispatch import Dispatcher
 from .._runtime import Runtime
-from .._wire.jsonrpc import EnvelopeError, Notification, Request, RequestId, encode, parse_message
+from .._wire.jsonrpc import EnvelopeError, Notification, Request, RequestId, parse_message
 from ..errors import RequestTooLarge
 
 logger = logging.getLogger("presa_trio.stdio")
@@ -37,14 +37,15 @@ class StdioResponder:
     def __init__(self, out: trio.MemorySendChannel[bytes]) -> None:
         self._out = out
 
-    async def notify(self, message: dict[str, Any]) -> None:
-        await self._out.send(encode(message))
+    async def notify(self, data: bytes) -> None:
+        await self._out.send(data)
 
     async def keepalive(self) -> None:
         """stdio needs no keep-alive: the pipe stays open."""
+        await trio.lowlevel.checkpoint()
 
-    async def finish(self, message: dict[str, Any], status: int) -> None:
-        await self._out.send(encode(message))
+    async def finish(self, data: bytes, status: int) -> None:
+        await self._out.send(data)
 
 
 @final

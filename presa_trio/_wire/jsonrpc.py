@@ -1,12 +1,17 @@
 """JSON-RPC 2.0 envelopes: bytes to a typed message, and messages back to compact bytes.
 
 It checks the envelope only (wire §3.1); method params are the dialect's and the schema's
-business. No batches: a JSON array is an invalid request (wire §13.7).
+business. No batches: a JSON array is an invalid request (wire §13.7). What counts as JSON is
+strict here, once, for every transport: UTF-8 only (no encoded surrogates), no lone surrogate
+escapes (RFC 8259 §8.2, I-JSON), no ``NaN``/``Infinity``, and at most ``MAX_JSON_DEPTH``
+levels of nesting, so nothing downstream (validators, handlers, the encoder) meets a value it
+cannot handle.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,7 +19,13 @@ from ..errors import InvalidRequest, McpError, ParseError
 
 RequestId = int | str
 
+#: The deepest nesting of arrays and objects a message may have, the message object itself
+#: counting as level 1. Deeper is a parse error (-32700): the same limit for every tool,
+#: checked once, well inside what every validator and the encoder handle.
+MAX_JSON_DEPTH = 128
+
 _encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 @dataclass(slots=True)
@@ -43,14 +54,74 @@ def is_request_id(value: object) -> bool:
     return (type(value) is int) or isinstance(value, str)
 
 
+def _not_json(constant: str) -> None:
+    raise ValueError(f"{constant} is not JSON")
+
+
+def decode_json(body: bytes | str) -> object:
+    """The JSON value of ``body``, or ``ParseError``: strict UTF-8, no lone surrogates, no
+    ``NaN``/``Infinity``, nesting within ``MAX_JSON_DEPTH``."""
+    try:
+        text = body.decode("utf-8") if isinstance(body, bytes | bytearray) else body
+        value = json.loads(text, parse_constant=_not_json)
+    except (ValueError, UnicodeDecodeError):
+        raise ParseError("Parse error: body is not valid JSON") from None
+    except RecursionError:
+        raise ParseError("Parse error: JSON nested too deeply") from None
+    if text.count("[") + text.count("{") > MAX_JSON_DEPTH and _depth(value) > MAX_JSON_DEPTH:
+        raise ParseError(f"Parse error: JSON nested deeper than {MAX_JSON_DEPTH} levels")
+    if _SURROGATE_ESCAPE.search(text) and _has_lone_surrogate(value):
+        raise ParseError("Parse error: a string holds an unpaired surrogate")
+    return value
+
+
+def _depth(value: object) -> int:
+    """How deeply arrays and objects nest in ``value`` (0 for a scalar), without recursion."""
+    deepest = 0
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        node, level = stack.pop()
+        if isinstance(node, dict):
+            children: Any = node.values()
+        elif isinstance(node, list):
+            children = node
+        else:
+            continue
+        deepest = max(deepest, level)
+        if deepest > MAX_JSON_DEPTH:
+            break
+        stack.extend((child, level + 1) for child in children)
+    return deepest
+
+
+def _has_lone_surrogate(value: object) -> bool:
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str):
+            texts = [node]
+        elif isinstance(node, dict):
+            texts = list(node)
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+            continue
+        else:
+            continue
+        for text in texts:
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError:
+                return True
+    return False
+
+
 def parse_message(body: bytes | str) -> Request | Notification:
     """Decode one client message; raise ``EnvelopeError`` for anything else."""
     try:
-        obj = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
-        raise EnvelopeError(ParseError("Parse error: body is not valid JSON")) from None
-    except RecursionError:
-        raise EnvelopeError(ParseError("Parse error: JSON nested too deeply")) from None
+        obj = decode_json(body)
+    except ParseError as error:
+        raise EnvelopeError(error) from None
     return message_from_obj(obj)
 
 

@@ -113,27 +113,44 @@ async def test_draining_ends_streams_gracefully(fixture_server: Server) -> None:
         }
 
 
-async def test_a_stuck_listener_is_dropped_not_buffered(fixture_server: Server) -> None:
+async def test_a_stuck_listener_is_cut_off_and_told_so(fixture_server: Server) -> None:
     async with (
         open_client(fixture_server) as client,
-        client.listen({"toolsListChanged": True}) as stream,
+        client.listen({"resourceSubscriptions": ["test://static-text"]}) as stream,
     ):
         await stream.next()
         runtime = client.app.runtime
         assert runtime is not None
-        for _ in range(200):  # the bus buffers 64 per listener, then lets go
-            fixture_server.notify_tools_changed()
+        await trio.testing.wait_all_tasks_blocked()  # the stream waits for its next event
+        for i in range(400):  # distinct news: each takes a slot; the bus buffers 256
+            fixture_server.notify_resource_updated(f"test://static-text/{i}")
         assert runtime.bus.listener_count == 0
         received = 0
         while "id" not in (message := await stream.next()):
             received += 1
-        assert received == 1 + 64  # one handed straight to the waiting stream, 64 buffered
+        assert received == 1 + 256  # one handed straight to the waiting stream, 256 buffered
         # The end says events were lost: an error, never the clean "complete" result.
         assert message["error"] == {
             "code": -32603,
             "message": "Listen stream fell behind; notifications were lost",
             "data": {"retryable": True},
         }
+
+
+async def test_a_burst_reaches_a_reading_listener_whole(fixture_server: Server) -> None:
+    async with (
+        open_client(fixture_server) as client,
+        client.listen({"toolsListChanged": True}) as stream,
+    ):
+        await stream.next()
+        for _ in range(100):  # a burst of the same news coalesces: nothing is dropped
+            assert fixture_server.notify_tools_changed() == 1
+        note = await stream.next()
+        assert note["method"] == "notifications/tools/list_changed"
+        assert fixture_server.notify_tools_changed() == 1  # still listening, news again
+        assert (await stream.next())["method"] == "notifications/tools/list_changed"
+        client.app.begin_draining()
+        assert (await stream.next())["result"]["resultType"] == "complete"  # a clean end
 
 
 async def test_listen_is_not_found_without_anything_to_notify() -> None:

@@ -89,6 +89,12 @@ def build(world: World, clock: FakeClock, **options: Any) -> tuple[Server, Tasks
         """Always synchronous."""
         return "plain"
 
+    @server.tool(options={"tasks": "required"})
+    async def only_as_task(text: str) -> str:
+        """Runs only as a task."""
+        await trio.lowlevel.checkpoint()
+        return text
+
     return server, ext
 
 
@@ -279,7 +285,9 @@ async def test_updates_partial_fulfilment_and_key_reuse(env: tuple[Client, Tasks
             "inputResponses": {"a": {"action": "accept", "content": {"v": "1"}}, "stray": {"x": 1}},
         },
     )
-    assert ack == {"resultType": "complete", "_meta": SERVER_INFO}
+    # Acknowledged (SEP-2663), and the key the task was not waiting for is named, not hidden.
+    ignored = {"io.github.presa-trio/ignoredInputKeys": ["stray"]}
+    assert ack == {"resultType": "complete", "_meta": {**SERVER_INFO, **ignored}}
     await trio.testing.wait_all_tasks_blocked()
     assert list((await get(client, task_id))["inputRequests"]) == ["b"]
     await client.request(
@@ -450,13 +458,17 @@ async def test_ttl_is_never_early_and_expired_tasks_are_unknown_then_reaped(
 
 
 async def test_capacity_limits(world: World, clock: FakeClock) -> None:
-    server, _ext = build(world, clock, limits=Limits(max_tasks=None, max_active_per_principal=2))
+    server, _ext = build(
+        world,
+        clock,
+        limits=Limits(max_tasks=None, max_stored_per_principal=None, max_active_per_principal=2),
+    )
     async with open_client(server, capabilities=WITH_TASKS) as client:
         await create(client, "sleepy")
         await create(client, "sleepy")
         with pytest.raises(RpcError) as caught:
             await client.call_tool("sleepy", {})
-        assert (caught.value.code, caught.value.status) == (-32603, 500)
+        assert (caught.value.code, caught.value.status) == (-32603, 503)
         assert caught.value.data == {"retryable": True, "limit": "max_active_tasks_per_principal"}
         assert await tasks_of(client).store.count() == 2
         client.client_info = {"name": "other", "version": "1"}
@@ -466,10 +478,14 @@ async def test_capacity_limits(world: World, clock: FakeClock) -> None:
 async def test_input_size_limit(world: World, clock: FakeClock) -> None:
     server, _ext = build(world, clock, max_input_bytes=100)
     async with open_client(server, capabilities=WITH_TASKS) as client:
-        with pytest.raises(RpcError) as caught:
-            await client.call_tool("ask", {"keys": ["k" * 200]})
-        assert caught.value.code == -32602
+        with pytest.raises(RpcError) as caught:  # a task it must be, and it cannot be one
+            await client.call_tool("only_as_task", {"text": "k" * 200})
+        assert (caught.value.code, caught.value.status) == (-32602, 400)
+        # Declaring Tasks does not require a task: an optional tool runs synchronously.
+        answered = await client.call_tool("ask", {"keys": ["k" * 200]})
+        assert answered["resultType"] == "input_required"  # the plain MRTR path
         assert await tasks_of(client).store.count() == 0
+        assert (await client.call_tool("only_as_task", {"text": "ok"}))["resultType"] == "task"
 
 
 async def test_invalid_arguments_answer_synchronously_without_a_task(

@@ -8,40 +8,69 @@ import trio
 from presa_trio._bus import BusEvent, SubscriptionBus, flag_event, resource_updated_event
 
 TOOLS = {"toolsListChanged": True}
+TASK = {"taskIds": ["t1"]}
 
 
 def tools_changed(n: int = 0) -> BusEvent:
     return BusEvent("notifications/tools/list_changed", {"n": n}, "toolsListChanged")
 
 
+def task_changed(n: int) -> BusEvent:
+    """An event with state of its own: never coalesced, so each one takes a buffer slot."""
+    return BusEvent("notifications/tasks", {"n": n}, "taskIds", "t1")
+
+
 async def test_a_listener_that_does_not_read_is_cut_off_after_its_buffer() -> None:
     bus = SubscriptionBus(buffer=4)
-    async with bus.listen("stuck", TOOLS) as stuck:
+    async with bus.listen("stuck", TASK) as stuck:
         assert bus.listener_count == 1
-        delivered = [bus.publish(tools_changed(n)) for n in range(10)]
+        delivered = [bus.publish(task_changed(n)) for n in range(10)]
         assert delivered == [1, 1, 1, 1, 0, 0, 0, 0, 0, 0]
         assert stuck.overflowed
         assert bus.listener_count == 0
-        got = [(await stuck.receive.receive()).params["n"] for _ in range(4)]
+        got = [(await stuck.receive()).params["n"] for _ in range(4)]
         assert got == [0, 1, 2, 3]  # the first four, in order; the rest were never queued
         with pytest.raises(trio.EndOfChannel):
-            await stuck.receive.receive()
+            await stuck.receive()
     assert bus.listener_count == 0
 
 
 async def test_a_listener_that_reads_keeps_up_beside_a_stuck_one() -> None:
     bus = SubscriptionBus(buffer=4)
-    async with bus.listen("stuck", TOOLS) as stuck, bus.listen("reader", TOOLS) as reader:
+    async with bus.listen("stuck", TASK) as stuck, bus.listen("reader", TASK) as reader:
         delivered = []
         got = []
         for n in range(10):
-            delivered.append(bus.publish(tools_changed(n)))
-            got.append((await reader.receive.receive()).params["n"])
+            delivered.append(bus.publish(task_changed(n)))
+            got.append((await reader.receive()).params["n"])
         assert delivered == [2, 2, 2, 2, 1, 1, 1, 1, 1, 1]
         assert got == list(range(10))
         assert stuck.overflowed and not reader.overflowed
         assert bus.listener_count == 1
     assert bus.listener_count == 0
+
+
+async def test_a_burst_of_the_same_news_coalesces_and_never_overflows() -> None:
+    bus = SubscriptionBus(buffer=2)
+    async with (
+        bus.listen("tools", TOOLS) as tools,
+        bus.listen("docs", {"resourceSubscriptions": ["r://a"]}) as docs,
+    ):
+        assert [
+            bus.publish(flag_event("notifications/tools/list_changed", "toolsListChanged"))
+            for _ in range(100)
+        ] == [1] * 100
+        for uri in ("r://a/1", "r://a/2", "r://a/1", "r://a/2", "r://a/1"):
+            assert bus.publish(resource_updated_event(uri)) == 1
+        assert not tools.overflowed and not docs.overflowed
+        assert (await tools.receive()).method == "notifications/tools/list_changed"
+        assert [(await docs.receive()).params["uri"] for _ in range(2)] == ["r://a/1", "r://a/2"]
+        # Once read, the same news is news again.
+        bus.publish(flag_event("notifications/tools/list_changed", "toolsListChanged"))
+        assert (await tools.receive()).method == "notifications/tools/list_changed"
+        bus.close()
+        with pytest.raises(trio.EndOfChannel):
+            await tools.receive()
 
 
 async def test_only_matching_listeners_fill_up() -> None:
@@ -58,15 +87,15 @@ async def test_close_ends_streams_gracefully_and_later_listens_at_once() -> None
         assert bus.publish(tools_changed()) == 1
         bus.close()
         assert bus.listener_count == 0
-        assert (await listener.receive.receive()).params == {"n": 0}  # queued events stay
+        assert (await listener.receive()).params == {"n": 0}  # queued events stay
         with pytest.raises(trio.EndOfChannel):
-            await listener.receive.receive()
+            await listener.receive()
         assert not listener.overflowed  # a clean end, not a cut-off
     async with bus.listen("late", TOOLS) as late:
         assert bus.listener_count == 0
         assert bus.publish(tools_changed()) == 0
         with pytest.raises(trio.EndOfChannel):
-            await late.receive.receive()
+            await late.receive()
         assert not late.overflowed
 
 

@@ -6,6 +6,7 @@ The dispatcher is the one place errors become responses: each request ends in ex
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -22,23 +23,24 @@ SERVER_INFO = {"name": "kernel", "version": "3"}
 
 
 class Recorder:
-    """A ``Responder`` that records every call."""
+    """A ``Responder`` that records every call (messages arrive encoded; it decodes them)."""
 
     def __init__(self) -> None:
         self.notified: list[dict[str, Any]] = []
         self.keepalives = 0
         self.finished: list[tuple[dict[str, Any], int]] = []
 
-    async def notify(self, message: dict[str, Any]) -> None:
-        self.notified.append(message)  # recorded first: a cancelled send still counts
+    async def notify(self, data: bytes) -> None:
+        self.notified.append(json.loads(data))  # recorded first: a cancelled send still counts
         await trio.lowlevel.checkpoint()
 
     async def keepalive(self) -> None:
         self.keepalives += 1  # recorded first: a cancelled send still counts
         await trio.lowlevel.checkpoint()
 
-    async def finish(self, message: dict[str, Any], status: int) -> None:
-        self.finished.append((message, status))  # recorded first: a cancelled send still counts
+    async def finish(self, data: bytes, status: int) -> None:
+        assert b"\n" not in data  # compact, one line
+        self.finished.append((json.loads(data), status))  # recorded first, before the await
         await trio.lowlevel.checkpoint()
 
     @property

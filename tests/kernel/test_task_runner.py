@@ -187,6 +187,7 @@ class BreakableStore:
     def __init__(self) -> None:
         self.inner = MemoryTaskStore()
         self.broken = False
+        self.compare_and_sets_refused = 0
 
     async def create(self, task: TaskRecord, limits: Limits) -> None:
         await self.inner.create(task, limits)
@@ -197,6 +198,7 @@ class BreakableStore:
     async def compare_and_set(self, task: TaskRecord, expected_revision: int) -> bool:
         if self.broken:
             await trio.lowlevel.checkpoint()
+            self.compare_and_sets_refused += 1
             raise OSError("the disk is full")
         return await self.inner.compare_and_set(task, expected_revision)
 
@@ -210,6 +212,7 @@ class BreakableStore:
 async def test_a_store_that_fails_the_final_commit_leaks_nothing(
     mock_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture
 ) -> None:
+    mock_clock.autojump_threshold = 0  # the runner retries the store after short pauses
     store = BreakableStore()
     runner = TaskRunner(store, lambda: int(trio.current_time() * 1000))
     finish = trio.Event()
@@ -225,13 +228,15 @@ async def test_a_store_that_fails_the_final_commit_leaks_nothing(
         await trio.testing.wait_all_tasks_blocked()
         store.broken = True
         finish.set()
-        await trio.testing.wait_all_tasks_blocked()
-        assert "recording the outcome of task t failed" in caplog.text
+        await trio.sleep(10)  # past every retry (the mock clock jumps)
+        assert caplog.text.count("recording the outcome of task t failed once; retrying") == 3
+        assert "recording the outcome of task t failed\n" in caplog.text  # then it gives up
         assert runner.live_count == 1  # "t" is gone from the books, the bystander runs on
         store.broken = False  # the disk is back
         start = trio.current_time()
         await runner.cancel("t")  # nothing live to wait for: no 5 s stall
         assert trio.current_time() == start
+        assert store.compare_and_sets_refused == 4
         nursery.cancel_scope.cancel()
 
 
@@ -286,3 +291,26 @@ async def test_the_cancel_scope_exists_before_the_record_is_stored(
     await launch(runner, "t", _sleeper)
     assert seen == [True]
     await runner.cancel("t")
+
+
+async def test_a_store_that_recovers_while_retrying_records_the_outcome(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    mock_clock.autojump_threshold = 0
+    store = BreakableStore()
+    runner = TaskRunner(store, lambda: int(trio.current_time() * 1000))
+
+    async def work(handle: TaskHandle) -> Mapping[str, Any]:
+        store.broken = True  # the store fails just as the outcome is recorded...
+        return {"resultType": "complete", "content": []}
+
+    async with trio.open_nursery() as nursery:
+        await nursery.start(runner.serve)
+        await launch(runner, "t", work)
+        await trio.sleep(0.01)  # ...for one attempt
+        store.broken = False
+        await trio.sleep(10)
+        done = await store.get("t")
+        assert done is not None and done.status is Status.COMPLETED
+        assert store.compare_and_sets_refused >= 1
+        nursery.cancel_scope.cancel()

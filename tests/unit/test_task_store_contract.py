@@ -32,7 +32,7 @@ StoreFactory = Callable[[], TaskStore]
 STORES: list[Any] = [pytest.param(MemoryTaskStore, id="memory")]
 
 T0 = 1_700_000_000_000
-UNLIMITED = Limits(max_tasks=None, max_active_per_principal=None)
+UNLIMITED = Limits(max_tasks=None, max_stored_per_principal=None, max_active_per_principal=None)
 RESULT: dict[str, Any] = {"content": [{"type": "text", "text": "done"}], "isError": False}
 
 
@@ -125,7 +125,7 @@ async def test_cas_unknown_id_fails_and_stores_nothing(store: TaskStore) -> None
 
 @pytest.mark.parametrize("n", [1, 3])
 async def test_max_tasks_refuses_the_next_create(store: TaskStore, n: int) -> None:
-    limits = Limits(max_tasks=n, max_active_per_principal=None)
+    limits = Limits(max_tasks=n, max_stored_per_principal=None, max_active_per_principal=None)
     for i in range(n):
         await store.create(rec(f"t{i}", principal=f"s{i}"), limits)
     with pytest.raises(CapacityExceeded) as caught:
@@ -136,7 +136,7 @@ async def test_max_tasks_refuses_the_next_create(store: TaskStore, n: int) -> No
 
 
 async def test_max_tasks_counts_terminal_records_too(store: TaskStore) -> None:
-    limits = Limits(max_tasks=1, max_active_per_principal=None)
+    limits = Limits(max_tasks=1, max_stored_per_principal=None, max_active_per_principal=None)
     await store.create(rec(), limits)
     assert await store.compare_and_set(done(rec()), 0) is True
     with pytest.raises(CapacityExceeded) as caught:
@@ -145,7 +145,7 @@ async def test_max_tasks_counts_terminal_records_too(store: TaskStore) -> None:
 
 
 async def test_max_tasks_frees_after_delete_expired(store: TaskStore) -> None:
-    limits = Limits(max_tasks=1, max_active_per_principal=None)
+    limits = Limits(max_tasks=1, max_stored_per_principal=None, max_active_per_principal=None)
     await store.create(rec(ttl_ms=10), limits)
     assert await store.delete_expired(T0 + 10) == 1
     await store.create(rec("t-2"), limits)
@@ -154,7 +154,7 @@ async def test_max_tasks_frees_after_delete_expired(store: TaskStore) -> None:
 
 # -------------------------------------------------------- max_active_per_principal
 
-PER_PRINCIPAL = Limits(max_tasks=None, max_active_per_principal=2)
+PER_PRINCIPAL = Limits(max_tasks=None, max_stored_per_principal=None, max_active_per_principal=2)
 
 
 async def fill_scope(store: TaskStore, principal: str = "s") -> None:
@@ -229,14 +229,14 @@ async def test_deleting_expired_terminal_task_frees_nothing_more(store: TaskStor
 async def test_terminal_records_do_not_count_as_active(store: TaskStore) -> None:
     # "counts only non-terminal tasks of the same principal": a record stored already terminal
     # (e.g. restored or imported) must not take an active slot.
-    limits = Limits(max_tasks=None, max_active_per_principal=1)
+    limits = Limits(max_tasks=None, max_stored_per_principal=None, max_active_per_principal=1)
     await store.create(done(rec("old")), limits)
     await store.create(rec("new"), limits)
     assert await store.count() == 2
 
 
 async def test_max_tasks_is_checked_with_per_scope_limit(store: TaskStore) -> None:
-    limits = Limits(max_tasks=2, max_active_per_principal=2)
+    limits = Limits(max_tasks=2, max_stored_per_principal=None, max_active_per_principal=2)
     await store.create(rec("a", principal="x"), limits)
     await store.create(rec("b", principal="y"), limits)
     with pytest.raises(CapacityExceeded) as caught:

@@ -44,6 +44,8 @@ OPTION = "tasks"  # the Tool.options key holding a tool's policy
 MAX_TASK_ID_BYTES = 256
 MAX_LISTEN_TASK_IDS = 100
 REQUIRED: dict[str, Any] = {"extensions": {_wire.EXTENSION_ID: {}}}
+#: In a tasks/update acknowledgement, the answer keys the task was not waiting for.
+IGNORED_KEYS = "io.github.presa-trio/ignoredInputKeys"
 
 
 def _unknown() -> InvalidParams:
@@ -69,7 +71,9 @@ class TasksExtension(Extension):
     (-32021 otherwise), or a function ``(ctx, arguments) -> policy``. ``principal(ctx)``
     names who a task belongs to (default: the server's ``principal``); another principal's
     task is indistinguishable from an unknown one. Without a ``store``, each run keeps its
-    tasks in memory.
+    tasks in memory. A task's input is at most ``max_input_bytes`` of JSON (an optional tool
+    given more runs synchronously instead; a required one is refused), its result at most
+    ``max_result_bytes`` (a larger one fails the task), so what the store holds is bounded.
     """
 
     id = _wire.EXTENSION_ID
@@ -82,6 +86,7 @@ class TasksExtension(Extension):
         poll_interval_ms: int | None = 250,
         limits: Limits | None = None,
         max_input_bytes: int = 262_144,
+        max_result_bytes: int = 262_144,
         principal: Callable[[Context], str] | None = None,
         reap_interval: float = 60.0,
         clock: Callable[[], float] = time.time,
@@ -93,6 +98,7 @@ class TasksExtension(Extension):
         self.poll_interval_ms = poll_interval_ms
         self.limits = limits if limits is not None else Limits()
         self.max_input_bytes = max_input_bytes
+        self.max_result_bytes = max_result_bytes
         self._principal = principal
         self.reap_interval = reap_interval
         self.clock = clock
@@ -170,13 +176,18 @@ class TasksExtension(Extension):
             return error_result("Invalid arguments: " + "; ".join(errors))
         size = len(json.dumps(arguments, separators=(",", ":")).encode())
         if size > self.max_input_bytes:
+            if policy == "optional":  # declaring Tasks does not mean requiring a task
+                return await call_next(ctx, tool, arguments)
             raise InvalidParams(f"Task input is larger than {self.max_input_bytes} bytes")
         run: _Run = ctx.service(self)
         if run.context.draining.is_set():
             raise ServiceUnavailable("Server is shutting down; no new tasks are accepted")
         record = self._new_record(ctx, tool)
         work = self._work(ctx, tool, arguments, call_next)
-        await run.runner.launch(record, work, self.limits, ctx.input_responses)
+        # Only answers to a round the server issued (a verified requestState) seed the task:
+        # the MRTR phase and the task phase keep separate state (SEP-2663 §6).
+        answered = ctx.input_responses if ctx.state is not None else {}
+        await run.runner.launch(record, work, self.limits, answered)
         return _wire.creation(record)
 
     # ------------------------------------------------------------------ tools/call
@@ -219,12 +230,15 @@ class TasksExtension(Extension):
         arguments = dict(arguments)
         ctx_for = ctx.detached
 
+        limit = self.max_result_bytes
+
         async def work(handle: TaskHandle) -> Mapping[str, Any]:
             detached = ctx_for(handle.provide)
             detached.extras["task_id"] = handle.task_id
             result = await call_next(detached, tool, arguments)
             if result.get("resultType", "complete") != "complete":
                 raise InternalError("Task work ended without a complete result")
+            _check_result(result, limit)
             return result
 
         return work
@@ -264,9 +278,16 @@ class TasksExtension(Extension):
             raise InvalidParams("inputResponses is invalid")
         run: _Run = ctx.service(self)
         record = await self._lookup(run, ctx, params)
+        if record.terminal:  # a clearly invalid request deserves an error (SEP-2663)
+            raise InvalidParams(
+                f"Task is {record.status.value}; it takes no more input",
+                {"status": record.status.value},
+            )
         run.context.check_input_responses(record.input_requests, responses)
-        await run.runner.deliver(record.task_id, responses)
-        return {}
+        accepted = await run.runner.deliver(record.task_id, responses)
+        ignored = sorted(responses.keys() - accepted)
+        # Answers the task was not waiting for are acknowledged (SEP-2663) but not hidden.
+        return {"_meta": {IGNORED_KEYS: ignored}} if ignored else {}
 
     async def _cancel(self, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
         run: _Run = ctx.service(self)
@@ -274,3 +295,14 @@ class TasksExtension(Extension):
         if not record.terminal:
             await run.runner.cancel(record.task_id)
         return {}
+
+
+def _check_result(result: Mapping[str, Any], limit: int) -> None:
+    """A task's result is stored and served for its whole TTL: it must be JSON (no ``NaN``,
+    no lone surrogate) and at most ``limit`` bytes, or the task fails now, readably."""
+    try:
+        size = len(json.dumps(result, separators=(",", ":"), allow_nan=False).encode())
+    except (ValueError, UnicodeEncodeError, TypeError):
+        raise InternalError("Task result is not JSON") from None
+    if size > limit:
+        raise InternalError(f"Task result is larger than {limit} bytes")

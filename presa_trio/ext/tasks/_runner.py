@@ -41,7 +41,8 @@ Work = Callable[["TaskHandle"], Awaitable[Mapping[str, Any]]]
 Publish = Callable[[TaskRecord], None]
 
 CANCEL_WAIT_SECONDS = 5.0  # how long tasks/cancel waits for the tool's cleanup before acking
-COMMIT_SECONDS = 5.0  # bound on a shielded final commit
+COMMIT_SECONDS = 5.0  # bound on recording a task's outcome (shielded, all attempts)
+COMMIT_RETRY_SECONDS = (0.05, 0.25, 1.0)  # pauses between attempts when the store fails
 
 
 @dataclass(eq=False, slots=True)
@@ -194,10 +195,24 @@ class TaskRunner:
                 send.close()
             live.parked.clear()
             with trio.move_on_after(COMMIT_SECONDS, shield=True):
-                with error_boundary(f"recording the outcome of task {record.task_id}", logger):
-                    await self.commit(record.task_id, outcome)
+                await self._settle(record.task_id, outcome)
             del self._live[record.task_id]
             live.done.set()
+
+    async def _settle(self, task_id: str, outcome: TaskEvent) -> None:
+        """Record a task's outcome, retrying a failing store a few times (the caller bounds
+        it all). A store still failing after that is logged: the record keeps its last state
+        until its TTL, and the lease reaper of a shared backend fails it sooner."""
+        for pause in (*COMMIT_RETRY_SECONDS, None):
+            try:
+                await self.commit(task_id, outcome)
+                return
+            except Exception as exc:
+                if pause is None:
+                    logger.error("recording the outcome of task %s failed", task_id, exc_info=exc)
+                    return
+                logger.warning("recording the outcome of task %s failed once; retrying", task_id)
+                await trio.sleep(pause)
 
     def _deadline(self, record: TaskRecord) -> float:
         """When the task's TTL runs out, on trio's clock: work never outlives its task."""
@@ -240,8 +255,9 @@ class TaskRunner:
                         self.publish(updated)
                 return updated
 
-    async def deliver(self, task_id: str, responses: Mapping[str, Any]) -> None:
-        """``tasks/update``: accept the answers to pending keys and wake their waiters.
+    async def deliver(self, task_id: str, responses: Mapping[str, Any]) -> frozenset[str]:
+        """``tasks/update``: accept the answers to pending keys and wake their waiters;
+        returns the keys accepted (the others matched nothing the task waits for).
 
         Accepting (the commit) and waking (the channel sends) happen together, shielded:
         a request cancelled half-way cannot mark inputs accepted that no waiter received.
@@ -249,19 +265,19 @@ class TaskRunner:
         live = self._live.get(task_id)
         if live is None:
             await trio.lowlevel.checkpoint()
-            return
+            return frozenset()
+        keys: frozenset[str] = frozenset()
         with trio.CancelScope(shield=True):
             current = await self.store.get(task_id)
-            if current is None:
-                return
-            keys = frozenset(responses) & current.input_requests.keys() & live.parked.keys()
-            if not keys:
-                return
-            await self.commit(task_id, InputsAccepted(keys))
-            for key in keys:
-                send = live.parked.pop(key, None)
-                if send is not None:
-                    send.send_nowait(responses[key])
+            if current is not None:
+                keys = frozenset(responses) & current.input_requests.keys() & live.parked.keys()
+            if keys:
+                await self.commit(task_id, InputsAccepted(keys))
+                for key in keys:
+                    send = live.parked.pop(key, None)
+                    if send is not None:
+                        send.send_nowait(responses[key])
+        return keys
 
     async def cancel(self, task_id: str) -> None:
         """``tasks/cancel``: commit ``cancelled``, cancel the task's scope, wait (bounded).

@@ -20,10 +20,30 @@ from ._states import TaskRecord
 @final
 @dataclass(frozen=True, slots=True)
 class Limits:
-    """Capacity limits checked atomically with creation (None: unlimited)."""
+    """Capacity limits checked atomically with creation (None: unlimited).
+
+    ``max_stored_per_principal`` counts every stored task of a principal, finished ones too
+    (they hold their slot until their TTL), so no principal can fill the whole store and lock
+    the others out; ``max_active_per_principal`` bounds the ones still running or parked.
+    """
 
     max_tasks: int | None = 10_000
+    max_stored_per_principal: int | None = 1_000
     max_active_per_principal: int | None = 1_000
+
+    def refusal(
+        self, stored: int, stored_by_principal: int, active_by_principal: int
+    ) -> str | None:
+        """Which limit a new task would break, given the counts before it; None if none."""
+        if self.max_tasks is not None and stored >= self.max_tasks:
+            return "max_tasks"
+        per_principal = self.max_stored_per_principal
+        if per_principal is not None and stored_by_principal >= per_principal:
+            return "max_stored_tasks_per_principal"
+        active = self.max_active_per_principal
+        if active is not None and active_by_principal >= active:
+            return "max_active_tasks_per_principal"
+        return None
 
 
 class TaskStore(Protocol):
@@ -67,21 +87,20 @@ class MemoryTaskStore:
 
     def __init__(self) -> None:
         self._tasks: dict[str, TaskRecord] = {}
+        self._stored: dict[str, int] = {}  # principal -> stored tasks
         self._active: dict[str, int] = {}  # principal -> non-terminal tasks
 
     async def create(self, task: TaskRecord, limits: Limits) -> None:
         await trio.lowlevel.checkpoint()
         if task.task_id in self._tasks:
             raise ValueError(f"task {task.task_id!r} exists")
-        if limits.max_tasks is not None and len(self._tasks) >= limits.max_tasks:
-            raise CapacityExceeded("max_tasks", "Task capacity exhausted")
+        stored = self._stored.get(task.principal, 0)
         active = self._active.get(task.principal, 0)
-        if (
-            limits.max_active_per_principal is not None
-            and active >= limits.max_active_per_principal
-        ):
-            raise CapacityExceeded("max_active_tasks_per_principal", "Task capacity exhausted")
+        refused = limits.refusal(len(self._tasks), stored, active)
+        if refused is not None:
+            raise CapacityExceeded(refused, "Task capacity exhausted")
         self._tasks[task.task_id] = task
+        self._stored[task.principal] = stored + 1
         if not task.terminal:
             self._active[task.principal] = active + 1
 
@@ -96,7 +115,7 @@ class MemoryTaskStore:
             return False
         self._tasks[task.task_id] = task
         if task.terminal and not current.terminal:
-            self._release(task.principal)
+            _decrement(self._active, task.principal)
         return True
 
     async def delete_expired(self, now_ms: int) -> int:
@@ -104,17 +123,19 @@ class MemoryTaskStore:
         expired = [t for t in self._tasks.values() if t.expired(now_ms)]
         for task in expired:
             del self._tasks[task.task_id]
+            _decrement(self._stored, task.principal)
             if not task.terminal:
-                self._release(task.principal)
+                _decrement(self._active, task.principal)
         return len(expired)
 
     async def count(self) -> int:
         await trio.lowlevel.checkpoint()
         return len(self._tasks)
 
-    def _release(self, principal: str) -> None:
-        left = self._active.get(principal, 0) - 1
-        if left > 0:
-            self._active[principal] = left
-        else:
-            self._active.pop(principal, None)
+
+def _decrement(counts: dict[str, int], principal: str) -> None:
+    left = counts.get(principal, 0) - 1
+    if left > 0:
+        counts[principal] = left
+    else:
+        counts.pop(principal, None)

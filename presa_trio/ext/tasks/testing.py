@@ -23,7 +23,7 @@ __all__ = ["check_task_store"]
 
 OpenStore = Callable[[], AbstractAsyncContextManager[TaskStore]]
 
-_UNLIMITED = Limits(max_tasks=None, max_active_per_principal=None)
+_UNLIMITED = Limits(max_tasks=None, max_stored_per_principal=None, max_active_per_principal=None)
 
 
 def _record(task_id: str, principal: str = "p", **changes: Any) -> TaskRecord:
@@ -106,7 +106,7 @@ async def _duplicate_ids(store: TaskStore) -> None:
 
 async def _capacity_limits(store: TaskStore) -> None:
     """``create`` checks the limits in the step that stores; a refusal stores nothing."""
-    limits = Limits(max_tasks=3, max_active_per_principal=2)
+    limits = Limits(max_tasks=3, max_stored_per_principal=None, max_active_per_principal=2)
     await store.create(_record("a1", "alice"), limits)
     await store.create(_record("a2", "alice"), limits)
     await _refused(store, _record("a3", "alice"), limits, "max_active_tasks_per_principal")
@@ -117,8 +117,15 @@ async def _capacity_limits(store: TaskStore) -> None:
     a1 = await store.get("a1")
     assert a1 is not None
     assert await store.compare_and_set(_moved(a1, status=Status.COMPLETED), a1.revision)
-    await store.create(_record("a3", "alice"), Limits(max_tasks=4, max_active_per_principal=2))
+    await store.create(
+        _record("a3", "alice"),
+        Limits(max_tasks=4, max_stored_per_principal=None, max_active_per_principal=2),
+    )
     assert await store.count() == 4
+    # Finished tasks still count against their principal's stored quota, not another's.
+    stored = Limits(max_tasks=None, max_stored_per_principal=3, max_active_per_principal=None)
+    await _refused(store, _record("a5", "alice"), stored, "max_stored_tasks_per_principal")
+    await store.create(_record("b2", "bob"), stored)
 
 
 async def _refused(store: TaskStore, record: TaskRecord, limits: Limits, limit: str) -> None:
@@ -177,7 +184,7 @@ async def _expiry(store: TaskStore) -> None:
     assert await store.delete_expired(500) == 0
     assert await store.count() == 2
     # A non-terminal task that expires gives its principal's active slot back.
-    limits = Limits(max_tasks=None, max_active_per_principal=2)
+    limits = Limits(max_tasks=None, max_stored_per_principal=3, max_active_per_principal=2)
     await store.create(_record("q1", "q", created_ms=400, ttl_ms=1_000), limits)
     await store.create(_record("q2", "q", created_ms=400, ttl_ms=1_000), limits)
     assert await store.delete_expired(10_000) == 3, "'young', 'q1' and 'q2' expire"
