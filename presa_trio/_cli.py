@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
+from ._transports._shutdown import ShutdownBound
+
 DESCRIPTION = """\
 presa-trio: serve MCP 2026-07-28 servers written with presa_trio, and check MCP traffic.
 
@@ -67,6 +69,46 @@ def build_parser() -> argparse.ArgumentParser:
     mode.add_argument("--stdio", action="store_true", help="serve on stdin/stdout")
     serve.add_argument("--path", default="/mcp", help="HTTP endpoint path (default /mcp)")
     serve.add_argument("--log-level", default="warning", help="stderr log level (default warning)")
+    limits = serve.add_argument_group(
+        "deadlines (seconds)", "Every connection and the process itself are released in time."
+    )
+    limits.add_argument(
+        "--shutdown-timeout",
+        type=float,
+        default=10.0,
+        metavar="S",
+        help="after SIGTERM/SIGINT (or end of stdin), the process is gone within S seconds, "
+        "whatever still runs (default 10); requests in flight get half of it",
+    )
+    limits.add_argument(
+        "--read-timeout",
+        type=float,
+        default=30.0,
+        metavar="S",
+        help="a connection silent for S seconds while a request is being read is closed "
+        "(slow headers; default 30)",
+    )
+    limits.add_argument(
+        "--body-timeout",
+        type=float,
+        default=30.0,
+        metavar="S",
+        help="a request body must arrive within S seconds, or 408 (default 30)",
+    )
+    limits.add_argument(
+        "--write-timeout",
+        type=float,
+        default=30.0,
+        metavar="S",
+        help="a client that reads nothing for S seconds is dropped (default 30)",
+    )
+    limits.add_argument(
+        "--keep-alive",
+        type=float,
+        default=5.0,
+        metavar="S",
+        help="an idle keep-alive connection is closed after S seconds (default 5)",
+    )
     validate = commands.add_parser(
         "validate",
         help="check a capture of MCP messages",
@@ -115,10 +157,12 @@ def serve(args: argparse.Namespace) -> int:
     presa_logger.addHandler(handler)
     presa_logger.setLevel(args.log_level.upper())
     target = _servable(load_target(args.target))
+    bound = ShutdownBound(args.shutdown_timeout)
     if args.stdio:
         from ._transports.stdio import serve_stdio
 
-        trio.run(serve_stdio, target)
+        trio.run(partial(serve_stdio, target, on_eof=bound.start))
+        bound.cancel()
         return 0
     from hypercorn.config import Config
     from hypercorn.trio import serve as hypercorn_serve
@@ -126,17 +170,29 @@ def serve(args: argparse.Namespace) -> int:
     config = Config()
     config.bind = [args.http or "127.0.0.1:8000"]
     config.accesslog = None
-    app: Any = target if isinstance(target, AsgiApp) else target.asgi_app(path=args.path)
+    config.graceful_timeout = args.shutdown_timeout / 2
+    config.read_timeout = args.read_timeout
+    config.keep_alive_timeout = args.keep_alive
+    if isinstance(target, AsgiApp):
+        app: Any = target
+    else:
+        app = target.asgi_app(
+            path=args.path,
+            body_timeout=args.body_timeout,
+            write_timeout=args.write_timeout,
+            shutdown_timeout=args.shutdown_timeout,
+        )
     print(f"presa-trio: serving at http://{config.bind[0]}{app.path}", file=sys.stderr)
-    stopped = partial(_until_stopped, app)
+    stopped = partial(_until_stopped, app, bound)
     trio.run(partial(hypercorn_serve, app, config, shutdown_trigger=stopped))
+    bound.cancel()
     return 0
 
 
-async def _until_stopped(app: Any) -> None:
+async def _until_stopped(app: Any, bound: ShutdownBound) -> None:
     """Return at the first SIGINT or SIGTERM, after draining the app: listen streams end with
     their final result and no new tasks are admitted before hypercorn's graceful timeout
-    starts, so nothing is cut off by it.
+    starts, so nothing is cut off by it; from now on the process has ``--shutdown-timeout``.
 
     Handled explicitly (not as KeyboardInterrupt) so the server also stops cleanly when it
     was started with SIGINT ignored, as background jobs are.
@@ -145,7 +201,8 @@ async def _until_stopped(app: Any) -> None:
 
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async for _ in signals:
-            app.begin_draining()
+            bound.start()
+            app.begin_shutdown()
             return
 
 

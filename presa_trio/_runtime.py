@@ -8,6 +8,7 @@ can be run again, or twice at once. Transports receive the runtime. It does no p
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable, Mapping
 from functools import partial
 from typing import Any, final
@@ -18,6 +19,8 @@ from ._boundary import error_boundary
 from ._bus import BusEvent, SubscriptionBus, flag_event, resource_updated_event
 from ._request_state import StateSealer
 from .errors import CapacityExceeded, InternalError
+
+logger = logging.getLogger("presa_trio")
 
 
 @final
@@ -123,6 +126,28 @@ class Runtime:
                 await fn(*args)
         finally:
             self.background_count -= 1
+
+    # ------------------------------------------------------------------ the event loop
+
+    async def watch_event_loop(self, threshold: float, period: float = 0.25) -> None:
+        """Log once per episode when the event loop was blocked for ``threshold`` seconds or
+        more: some handler did blocking or CPU-bound work without awaiting, and every other
+        request, task and keep-alive waited for it. Runs for the whole run."""
+        blocked = False
+        while True:
+            before = trio.current_time()
+            await trio.sleep(period)
+            lag = trio.current_time() - before - period
+            if lag < threshold:
+                blocked = False
+            elif not blocked:
+                blocked = True
+                logger.warning(
+                    "the event loop was blocked for %.2f s: a handler did blocking or CPU-bound "
+                    "work without awaiting (write such a tool as a plain def: it runs in a "
+                    "worker thread)",
+                    lag,
+                )
 
     # ------------------------------------------------------------------ shutdown
 

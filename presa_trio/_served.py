@@ -43,6 +43,7 @@ class Settings:
     max_threads: int = DEFAULT_MAX_THREADS
     max_listeners: int | None = DEFAULT_MAX_LISTENERS
     max_background: int = DEFAULT_MAX_BACKGROUND
+    loop_warning: float | None = 0.5
 
     def __post_init__(self) -> None:
         if self.cache_scope not in ("public", "private"):

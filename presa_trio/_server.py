@@ -67,6 +67,7 @@ class Server:
     (worker threads for sync handlers), ``max_listeners`` (open listen streams),
     ``max_background`` (``ctx.start_background`` work), ``max_state_bytes`` (a sealed
     ``requestState``). Past a bound the answer is a retryable -32603 (HTTP 503).
+    ``loop_warning`` logs when the event loop was blocked that many seconds (None: never).
     """
 
     def __init__(
@@ -90,6 +91,7 @@ class Server:
         max_listeners: int | None = DEFAULT_MAX_LISTENERS,
         max_background: int = DEFAULT_MAX_BACKGROUND,
         max_state_bytes: int = DEFAULT_MAX_STATE_BYTES,
+        loop_warning: float | None = 0.5,
     ) -> None:
         info: dict[str, Any] = {"name": name, "version": version}
         if title is not None:
@@ -111,6 +113,7 @@ class Server:
             max_threads=max_threads,
             max_listeners=max_listeners,
             max_background=max_background,
+            loop_warning=loop_warning,
         )
         self.schemas = schemas if schemas is not None else Schemas()
         self.registry = Registry()
@@ -310,6 +313,10 @@ class Server:
                 max_background=settings.max_background,
             )
             try:
+                if settings.loop_warning is not None:
+                    runtime.start_background(
+                        runtime.watch_event_loop, settings.loop_warning, name="loop watch"
+                    )
                 for extension in self._extensions:
                     context = ExtensionContext(runtime, self.registry, self.schemas)
                     service = await nursery.start(_run_service, extension, context)

@@ -24,6 +24,7 @@ from .._wire.admission import HostPolicy, refuse_reason
 from .._wire.headers import RoutingHeaders
 from .._wire.jsonrpc import EnvelopeError, Notification, parse_message
 from ..errors import Forbidden, RequestTimeout, RequestTooLarge
+from ._shutdown import ShutdownBound
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -38,6 +39,7 @@ _PLAIN = [(b"content-type", b"text/plain; charset=utf-8")]
 DEFAULT_MAX_BODY = 4 * 1024 * 1024
 DEFAULT_BODY_TIMEOUT = 30.0
 DEFAULT_WRITE_TIMEOUT = 30.0
+DEFAULT_SHUTDOWN_TIMEOUT = 10.0
 
 
 @final
@@ -50,7 +52,9 @@ class AsgiApp:
     arrive (408 after it); ``write_timeout`` bounds each write to a client that has stopped
     reading (its request is then dropped like a disconnected one). The ASGI lifespan runs the
     server; a host application that does not forward its lifespan to this app enters
-    ``app.lifespan()`` itself.
+    ``app.lifespan()`` itself. Once the lifespan is told to shut down (or ``begin_shutdown``
+    is called), the process is gone within ``shutdown_timeout`` seconds, whatever still runs
+    (``None``: no bound).
     """
 
     def __init__(
@@ -63,6 +67,7 @@ class AsgiApp:
         host_policy: HostPolicy | None = None,
         body_timeout: float = DEFAULT_BODY_TIMEOUT,
         write_timeout: float = DEFAULT_WRITE_TIMEOUT,
+        shutdown_timeout: float | None = DEFAULT_SHUTDOWN_TIMEOUT,
     ) -> None:
         self.dispatcher = dispatcher
         self._open_runtime = open_runtime
@@ -72,6 +77,7 @@ class AsgiApp:
         self.host_policy = host_policy if host_policy is not None else HostPolicy()
         self.body_timeout = body_timeout
         self.write_timeout = write_timeout
+        self.shutdown_bound = ShutdownBound(shutdown_timeout)
 
     @property
     def runtime(self) -> Runtime | None:
@@ -104,6 +110,11 @@ class AsgiApp:
         if self._runtime is not None:
             self._runtime.begin_draining()
 
+    def begin_shutdown(self) -> None:
+        """The process is stopping: drain, and start the ``shutdown_timeout`` clock."""
+        self.shutdown_bound.start()
+        self.begin_draining()
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
         if kind == "http":
@@ -127,6 +138,7 @@ class AsgiApp:
                 while (await receive())["type"] != "lifespan.shutdown":
                     pass
                 stopping = True
+                self.begin_shutdown()
         except BaseException as exc:
             others, errors = partition(exc)
             if others is not None:
@@ -141,6 +153,7 @@ class AsgiApp:
             logger.error("the server's run failed after startup", exc_info=errors)
             while not stopping:
                 stopping = (await receive())["type"] == "lifespan.shutdown"
+        self.shutdown_bound.cancel()
         await send({"type": "lifespan.shutdown.complete"})
 
     # ------------------------------------------------------------------ http

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, contextmanager
 from typing import Protocol, final
 
@@ -186,12 +186,14 @@ async def serve_stdio(
     stdout: trio.abc.SendStream | None = None,
     max_line: int = DEFAULT_MAX_LINE,
     grace: float = DEFAULT_GRACE,
+    on_eof: Callable[[], object] | None = None,
 ) -> None:
     """Serve ``server`` (or the server of an ASGI app) on stdin/stdout until EOF.
 
     It runs the server (``open_runtime``) for its lifetime, so tasks work over stdio too;
     they end when the connection does. On the way out it closes its own handles on fds 0 and
-    1 and puts them back in blocking mode, as the process had them.
+    1 and puts them back in blocking mode, as the process had them. ``on_eof`` is called
+    once at end of input, when shutdown begins (the command starts its shutdown clock there).
     """
     async with AsyncExitStack() as stack:
         if stdin is None:
@@ -201,7 +203,7 @@ async def serve_stdio(
             stdout = stack.enter_context(_borrowed_fd(1))
             stack.push_async_callback(stdout.aclose)
         runtime = await stack.enter_async_context(server.open_runtime())
-        await _serve(server.dispatcher, runtime, stdin, stdout, max_line, grace)
+        await _serve(server.dispatcher, runtime, stdin, stdout, max_line, grace, on_eof)
 
 
 async def _serve(
@@ -211,6 +213,7 @@ async def _serve(
     stdout: trio.abc.SendStream,
     max_line: int,
     grace: float,
+    on_eof: Callable[[], object] | None,
 ) -> None:
     out, lines = trio.open_memory_channel[bytes](256)
     async with trio.open_nursery() as nursery:
@@ -221,6 +224,8 @@ async def _serve(
                 async for batch in _batches(stdin, max_line):
                     for line in batch:
                         await session.handle(requests, line)
+                if on_eof is not None:
+                    on_eof()
                 runtime.begin_draining()  # EOF: listen streams end now, with their final result
                 with trio.move_on_after(grace):  # other in-flight requests finish, bounded
                     await session.idle.wait()

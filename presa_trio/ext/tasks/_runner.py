@@ -210,6 +210,7 @@ class TaskRunner:
             except Exception as exc:
                 if pause is None:
                     logger.error("recording the outcome of task %s failed", task_id, exc_info=exc)
+                    await trio.lowlevel.checkpoint()
                     return
                 logger.warning("recording the outcome of task %s failed once; retrying", task_id)
                 await trio.sleep(pause)
