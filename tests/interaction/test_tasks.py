@@ -554,9 +554,36 @@ async def test_the_reaper_deletes_expired_tasks(
         await settle(client, task_id)
         await trio.sleep(61)  # a reaper pass: nothing has expired yet
         assert await tasks_of(client).store.count() == 1
-        clock.now += 10  # createdAt + ttlMs has passed
-        await trio.sleep(60)  # the next pass deletes it
+        clock.now += 10  # createdAt + ttlMs has passed: unknown to requests at once...
+        with pytest.raises(RpcError):
+            await get(client, task_id)
+        await trio.sleep(60)  # ...but kept through the reaper's grace, for a runner to finish
+        assert await tasks_of(client).store.count() == 1
+        clock.now += 10  # past the grace: the next pass deletes it
+        await trio.sleep(60)
         assert await tasks_of(client).store.count() == 0
+
+
+async def test_a_running_task_that_expires_is_announced_even_with_a_fast_reaper(
+    world: World, clock: FakeClock, mock_clock: trio.testing.MockClock
+) -> None:
+    mock_clock.autojump_threshold = 0
+    server, _ext = build(world, clock, ttl_ms=2_000, reap_interval=0.001)
+    async with open_client(server, capabilities=WITH_TASKS) as client:
+        task_id = await create(client, "sleepy")
+        async with client.listen({"taskIds": [task_id]}) as stream:
+            await stream.next()  # the acknowledgement
+            for _ in range(3):  # trio's deadline and the wall clock move together
+                clock.now += 1
+                await trio.sleep(1)
+            with trio.fail_after(30):  # the mock clock jumps: a missing notice fails, fast
+                note = await stream.next()
+        assert note["method"] == "notifications/tasks"
+        assert note["params"]["status"] == "failed"
+        assert note["params"]["error"] == {
+            "code": -32603,
+            "message": "Task expired before it finished",
+        }
 
 
 async def test_extension_settings_are_negotiated_per_request(

@@ -44,6 +44,9 @@ OPTION = "tasks"  # the Tool.options key holding a tool's policy
 MAX_TASK_ID_BYTES = 256
 MAX_LISTEN_TASK_IDS = 100
 REQUIRED: dict[str, Any] = {"extensions": {_wire.EXTENSION_ID: {}}}
+#: How long after its TTL an expired record stays stored (invisible) before the reaper
+#: deletes it: longer than the runner takes to record a running task's expiry.
+REAP_GRACE_MS = 10_000
 #: In a tasks/update acknowledgement, the answer keys the task was not waiting for.
 IGNORED_KEYS = "io.github.presa-trio/ignoredInputKeys"
 
@@ -138,7 +141,10 @@ class TasksExtension(Extension):
             while True:
                 await trio.sleep(self.reap_interval)
                 with error_boundary("the task reaper", logger):
-                    await store.delete_expired(self.now_ms())
+                    # Past its TTL a task is already unknown to every request (``_find``);
+                    # the reaper deletes it a grace later, so that the runner of a task
+                    # still running records (and announces) its expiry before it is gone.
+                    await store.delete_expired(self.now_ms() - REAP_GRACE_MS)
 
     def filter_keys(self) -> frozenset[str]:
         return frozenset({"taskIds"})
