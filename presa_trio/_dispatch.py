@@ -238,7 +238,8 @@ class Dispatcher:
     def _binding(self, route: Route, ctx: Context) -> str:
         """What a round's ``requestState`` is bound to: method, name/uri, arguments, principal."""
         name = ctx.params.get(route.name_param) if route.name_param else None
-        return binding_digest(route.name, name, ctx.params.get("arguments"), ctx.principal)
+        arguments = ctx.params.get("arguments") or {}  # absent and {} are the same call
+        return binding_digest(route.name, name, arguments, ctx.principal)
 
     def _resume(self, route: Route, ctx: Context, sealer: StateSealer) -> None:
         """Verify a retry's ``requestState`` onto ``ctx`` (-32602 if it does not verify)."""

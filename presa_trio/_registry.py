@@ -198,8 +198,13 @@ class ResourceTemplate(Resource):
         last = 0
         for match in _TEMPLATE_VAR.finditer(self.uri):
             parts.append(re.escape(self.uri[last : match.start()]))
-            wide = match.group(1) == "+"
-            parts.append(f"(?P<{match.group(2)}>{'.+' if wide else '[^/?#]+'})")
+            operator, name = match.group(1), match.group(2)
+            if operator == "#":  # fragment expansion: "#" then a reserved value (RFC 6570)
+                parts.append(f"\\#(?P<{name}>.+)")
+            elif operator == "+":  # reserved expansion: "/" and the like included
+                parts.append(f"(?P<{name}>.+)")
+            else:
+                parts.append(f"(?P<{name}>[^/?#]+)")
             last = match.end()
         parts.append(re.escape(self.uri[last:]))
         self.pattern = re.compile("".join(parts))

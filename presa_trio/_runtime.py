@@ -129,24 +129,29 @@ class Runtime:
 
     # ------------------------------------------------------------------ the event loop
 
-    async def watch_event_loop(self, threshold: float, period: float = 0.25) -> None:
+    async def watch_event_loop(self, threshold: float) -> None:
         """Log once per episode when the event loop was blocked for ``threshold`` seconds or
         more: some handler did blocking or CPU-bound work without awaiting, and every other
-        request, task and keep-alive waited for it. Runs for the whole run."""
+        request, task and keep-alive waited for it. Runs for the whole run.
+
+        It wakes every quarter of ``threshold``: a block lasting ``threshold`` makes it wake
+        at least three quarters of that late, whenever in its period the block began.
+        """
+        period = threshold / 4
         blocked = False
         while True:
             before = trio.current_time()
             await trio.sleep(period)
-            lag = trio.current_time() - before - period
-            if lag < threshold:
+            late = trio.current_time() - before - period
+            if late + period < threshold:
                 blocked = False
             elif not blocked:
                 blocked = True
                 logger.warning(
-                    "the event loop was blocked for %.2f s: a handler did blocking or CPU-bound "
-                    "work without awaiting (write such a tool as a plain def: it runs in a "
-                    "worker thread)",
-                    lag,
+                    "the event loop was blocked for at least %.2f s: a handler did blocking or "
+                    "CPU-bound work without awaiting (write such a tool as a plain def: it "
+                    "runs in a worker thread)",
+                    late,
                 )
 
     # ------------------------------------------------------------------ shutdown

@@ -253,7 +253,9 @@ class HttpResponder:
         with trio.move_on_after(self._write_timeout, shield=final) as late:
             await self._send(message)
         if late.cancelled_caught:
-            logger.info("a client stopped reading for %s s; its request is dropped", late.deadline)
+            logger.info(
+                "a client stopped reading for %s s; its request is dropped", self._write_timeout
+            )
             self._gone = True
             if self._scope is not None:
                 self._scope.cancel()

@@ -228,15 +228,45 @@ async def test_a_store_that_fails_the_final_commit_leaks_nothing(
         await trio.testing.wait_all_tasks_blocked()
         store.broken = True
         finish.set()
-        await trio.sleep(10)  # past every retry (the mock clock jumps)
+        await trio.sleep(2)  # past the three quick retries (the mock clock jumps)
         assert caplog.text.count("recording the outcome of task t failed once; retrying") == 3
         assert "recording the outcome of task t failed\n" in caplog.text  # then it gives up
         assert runner.live_count == 1  # "t" is gone from the books, the bystander runs on
+        assert runner.unsettled_count == 1  # ...but its outcome is not forgotten
         store.broken = False  # the disk is back
         start = trio.current_time()
         await runner.cancel("t")  # nothing live to wait for: no 5 s stall
         assert trio.current_time() == start
+        assert (await store.get("t")).status is Status.COMPLETED  # type: ignore[union-attr]
+        await trio.sleep(10)  # the runner offers the outcome again: now a no-op
+        assert runner.unsettled_count == 0
         assert store.compare_and_sets_refused == 4
+        nursery.cancel_scope.cancel()
+
+
+async def test_an_outcome_the_store_refused_is_recorded_once_it_recovers(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    mock_clock.autojump_threshold = 0
+    store = BreakableStore()
+    runner = TaskRunner(store, lambda: int(trio.current_time() * 1000))
+
+    async def work(handle: TaskHandle) -> Mapping[str, Any]:
+        store.broken = True  # the store fails as the outcome is recorded, for a long time
+        return {"resultType": "complete", "content": []}
+
+    async with trio.open_nursery() as nursery:
+        await nursery.start(runner.serve)
+        await launch(runner, "t", work)
+        await trio.sleep(30)  # quick retries, then offers every 5 s: all refused
+        stuck = await store.get("t")
+        assert stuck is not None and stuck.status is Status.WORKING
+        assert runner.unsettled_count == 1
+        store.broken = False
+        await trio.sleep(6)  # the next offer is taken
+        done = await store.get("t")
+        assert done is not None and done.status is Status.COMPLETED
+        assert runner.unsettled_count == 0
         nursery.cancel_scope.cancel()
 
 

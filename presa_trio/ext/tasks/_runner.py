@@ -43,6 +43,7 @@ Publish = Callable[[TaskRecord], None]
 CANCEL_WAIT_SECONDS = 5.0  # how long tasks/cancel waits for the tool's cleanup before acking
 COMMIT_SECONDS = 5.0  # bound on recording a task's outcome (shielded, all attempts)
 COMMIT_RETRY_SECONDS = (0.05, 0.25, 1.0)  # pauses between attempts when the store fails
+RESETTLE_SECONDS = 5.0  # how often outcomes the store refused are offered to it again
 
 
 @dataclass(eq=False, slots=True)
@@ -118,6 +119,9 @@ class TaskRunner:
         self.publish = publish
         self._nursery: trio.Nursery | None = None
         self._live: dict[str, _Live] = {}
+        # Outcomes of finished tasks that the store refused to record: offered again until
+        # it takes them (or the record is gone), so no task stays "working" for good.
+        self._unsettled: dict[str, TaskEvent] = {}
 
     @property
     def nursery(self) -> trio.Nursery:
@@ -139,9 +143,25 @@ class TaskRunner:
             self._nursery = nursery
             try:
                 task_status.started()
-                await trio.sleep_forever()
+                while True:
+                    await trio.sleep(RESETTLE_SECONDS)
+                    await self._resettle()
             finally:
                 self._nursery = None
+
+    @property
+    def unsettled_count(self) -> int:
+        """Finished tasks whose outcome the store has not taken yet."""
+        return len(self._unsettled)
+
+    async def _resettle(self) -> None:
+        for task_id, outcome in list(self._unsettled.items()):
+            try:
+                await self.commit(task_id, outcome)
+            except Exception:
+                return  # the store still fails: next time
+            del self._unsettled[task_id]
+            logger.info("the outcome of task %s is recorded at last", task_id)
 
     async def launch(
         self,
@@ -188,7 +208,7 @@ class TaskRunner:
                     outcome = await self._attempt(record, work, answered, live)
                 if ttl.cancelled_caught:
                     outcome = Expired()
-            if live.scope.cancelled_caught:
+            if live.scope.cancel_called:  # a client's cancel is honoured, whatever came after
                 outcome = CancelRequested()
         finally:
             for send in live.parked.values():  # release any channel still parked
@@ -201,8 +221,8 @@ class TaskRunner:
 
     async def _settle(self, task_id: str, outcome: TaskEvent) -> None:
         """Record a task's outcome, retrying a failing store a few times (the caller bounds
-        it all). A store still failing after that is logged: the record keeps its last state
-        until its TTL, and the lease reaper of a shared backend fails it sooner."""
+        it all). A store still failing after that is logged, and the outcome is offered to it
+        again every ``RESETTLE_SECONDS`` until it takes it: the server recovers by itself."""
         for pause in (*COMMIT_RETRY_SECONDS, None):
             try:
                 await self.commit(task_id, outcome)
@@ -210,6 +230,7 @@ class TaskRunner:
             except Exception as exc:
                 if pause is None:
                     logger.error("recording the outcome of task %s failed", task_id, exc_info=exc)
+                    self._unsettled[task_id] = outcome
                     await trio.lowlevel.checkpoint()
                     return
                 logger.warning("recording the outcome of task %s failed once; retrying", task_id)
@@ -267,30 +288,50 @@ class TaskRunner:
         if live is None:
             await trio.lowlevel.checkpoint()
             return frozenset()
-        keys: frozenset[str] = frozenset()
         with trio.CancelScope(shield=True):
             current = await self.store.get(task_id)
-            if current is not None:
-                keys = frozenset(responses) & current.input_requests.keys() & live.parked.keys()
-            if keys:
-                await self.commit(task_id, InputsAccepted(keys))
-                for key in keys:
-                    send = live.parked.pop(key, None)
-                    if send is not None:
-                        send.send_nowait(responses[key])
-        return keys
+            pending = current.input_requests.keys() if current is not None else frozenset()
+            # Claim the channels now, with no checkpoint between the check and the claim: of
+            # several updates answering one key, exactly one delivers; the others learn that
+            # their answer was not used (it is reported as ignored).
+            claimed = {
+                k: live.parked.pop(k) for k in responses if k in pending and k in live.parked
+            }
+            if not claimed:
+                return frozenset()
+            try:
+                await self.commit(task_id, InputsAccepted(frozenset(claimed)))
+            except BaseException:
+                live.parked.update(claimed)  # not accepted: the task still waits for them
+                raise
+            delivered = set()
+            for key, send in claimed.items():
+                try:
+                    send.send_nowait(responses[key])
+                    delivered.add(key)
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    pass  # the task ended (cancelled, say) as the answer arrived: unused
+        return frozenset(delivered)
 
     async def cancel(self, task_id: str) -> None:
-        """``tasks/cancel``: commit ``cancelled``, cancel the task's scope, wait (bounded).
+        """``tasks/cancel``: cancel the task's scope, wait (bounded) for its cleanup, then
+        make sure ``cancelled`` is recorded.
 
-        The commit and the scope cancel happen together, shielded: ``cancelled`` is never
-        recorded for a task whose work then runs on to completion.
+        The runner records ``cancelled`` itself once the task's nursery has exited, also when
+        the tool swallowed its cancellation and returned a result anyway (the result is
+        dropped). A task that ignores its cancellation past the bound gets ``cancelled``
+        committed here; terminal states are sticky, so its late result can never resurrect
+        it. As with any trio cancellation, code that runs before the task's next checkpoint
+        still runs: a tool must not put irreversible effects after its last ``await``.
         """
-        with trio.CancelScope(shield=True):
-            await self.commit(task_id, CancelRequested())
-            live = self._live.get(task_id)
-            if live is not None:
-                live.scope.cancel()
+        live = self._live.get(task_id)
         if live is not None:
+            live.scope.cancel()
             with trio.move_on_after(CANCEL_WAIT_SECONDS):
                 await live.done.wait()
+        # A no-op when the task recorded its end; a task that ended while the store refused
+        # its outcome gets that outcome now, not "cancelled" (it had finished).
+        outcome = self._unsettled.get(task_id, CancelRequested())
+        with trio.CancelScope(shield=True):
+            await self.commit(task_id, outcome)
+        self._unsettled.pop(task_id, None)
