@@ -155,6 +155,7 @@ class TaskRunner:
         return len(self._unsettled)
 
     async def _resettle(self) -> None:
+        await trio.lowlevel.checkpoint()
         for task_id, outcome in list(self._unsettled.items()):
             try:
                 await self.commit(task_id, outcome)
