@@ -9,7 +9,9 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import math
 import signal
+import socket
 import sys
 from collections.abc import Sequence
 from functools import partial
@@ -83,10 +85,12 @@ def build_parser() -> argparse.ArgumentParser:
     limits.add_argument(
         "--read-timeout",
         type=float,
-        default=30.0,
+        default=None,
         metavar="S",
-        help="a connection silent for S seconds while a request is being read is closed "
-        "(slow headers; default 30)",
+        help="hypercorn's read timeout: a connection the client is silent on for S seconds is "
+        "closed, also while a listen stream or a slow answer is being sent, so leave it unset "
+        "unless every answer is quick (default: none; slow headers are already closed by "
+        "--keep-alive, whose timer runs until a request head is complete)",
     )
     limits.add_argument(
         "--body-timeout",
@@ -100,7 +104,9 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         default=30.0,
         metavar="S",
-        help="a client that reads nothing for S seconds is dropped (default 30)",
+        help="a client that reads nothing for S seconds is dropped (default 30): the app's "
+        "write deadline, and the kernel's TCP_USER_TIMEOUT on the listening socket where the "
+        "platform has it (hypercorn shields its socket writes from the app)",
     )
     limits.add_argument(
         "--keep-alive",
@@ -168,7 +174,8 @@ def serve(args: argparse.Namespace) -> int:
     from hypercorn.trio import serve as hypercorn_serve
 
     config = Config()
-    config.bind = [args.http or "127.0.0.1:8000"]
+    bind = args.http or "127.0.0.1:8000"
+    config.bind = [_listening(bind, args.write_timeout)]
     config.accesslog = None
     config.graceful_timeout = args.shutdown_timeout / 2
     config.read_timeout = args.read_timeout
@@ -182,11 +189,41 @@ def serve(args: argparse.Namespace) -> int:
             write_timeout=args.write_timeout,
             shutdown_timeout=args.shutdown_timeout,
         )
-    print(f"presa-trio: serving at http://{config.bind[0]}{app.path}", file=sys.stderr)
+    print(f"presa-trio: serving at http://{bind}{app.path}", file=sys.stderr)
     stopped = partial(_until_stopped, app, bound)
     trio.run(partial(hypercorn_serve, app, config, shutdown_trigger=stopped))
     bound.cancel()
     return 0
+
+
+def _listening(bind: str, write_timeout: float) -> str:
+    """``bind`` as hypercorn's ``fd://N``: a TCP socket bound here, so that it can carry
+    ``TCP_USER_TIMEOUT``, which every accepted connection inherits. hypercorn writes to its
+    sockets inside a shielded scope, so the app's own write deadline cannot interrupt a send
+    to a client that stopped reading; the kernel can: once sent data has gone unacknowledged
+    for that long (a zero receive window included) it aborts the connection, the send fails
+    and hypercorn releases the connection. A ``unix:`` or ``fd://`` bind is left as it is.
+    """
+    if bind.startswith(("unix:", "fd://")):
+        return bind
+    host, _, port = bind.replace("[", "").replace("]", "").rpartition(":")
+    try:
+        address = (host, int(port))
+    except ValueError:
+        raise SystemExit(f"presa-trio: --http expects HOST:PORT, got {bind!r}") from None
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        user_timeout = getattr(socket, "TCP_USER_TIMEOUT", None)
+        if user_timeout is not None and math.isfinite(write_timeout) and write_timeout > 0:
+            sock.setsockopt(socket.IPPROTO_TCP, user_timeout, max(1, int(write_timeout * 1000)))
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        raise SystemExit(f"presa-trio: cannot listen on {bind}: {exc.strerror}") from None
+    return f"fd://{sock.detach()}"
 
 
 async def _until_stopped(app: Any, bound: ShutdownBound) -> None:

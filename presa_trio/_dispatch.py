@@ -156,7 +156,7 @@ class Dispatcher:
             if runtime is None:
                 raise ServiceUnavailable("Server is not running: its lifespan has not started")
             result = await self._run(request, headers, responder, runtime)
-            data, status = self._encoded(request, result_message(request.id, result)), 200
+            data, status = self._encoded(request, result_message(request.id, result))
         except BaseException as exc:
             error = self._error_of(exc, request.method)
             data, status = self._error_data(request.id, error), error.http_status
@@ -204,14 +204,16 @@ class Dispatcher:
         self._check_result(route, result)
         return result
 
-    def _encoded(self, request: Request, message: dict[str, Any]) -> bytes:
-        """``message`` as bytes; a result that is not JSON (``NaN``, a lone surrogate) is a
-        server fault, answered -32603 like any other, never a broken response."""
+    def _encoded(self, request: Request, message: dict[str, Any]) -> tuple[bytes, int]:
+        """``message`` as bytes, with its HTTP status; a result that is not JSON (``NaN``, a
+        lone surrogate) is a server fault, answered -32603 like any other, never a broken
+        response."""
         try:
-            return encode(message)
+            return encode(message), 200
         except (ValueError, UnicodeEncodeError):
             logger.error("the %s result is not JSON and was dropped", request.method)
-            return self._error_data(request.id, InternalError("Internal error"))
+            error = InternalError("Internal error")
+            return self._error_data(request.id, error), error.http_status
 
     def _error_data(self, request_id: RequestId | None, error: McpError) -> bytes:
         message = error_message(request_id, error)

@@ -20,7 +20,7 @@ from .._boundary import partition, single
 from .._dispatch import Dispatcher
 from .._runtime import Runtime
 from .._wire import sse
-from .._wire.admission import HostPolicy, refuse_reason
+from .._wire.admission import HostPolicy, refuse_any
 from .._wire.headers import RoutingHeaders
 from .._wire.jsonrpc import EnvelopeError, Notification, parse_message
 from ..errors import Forbidden, RequestTimeout, RequestTooLarge
@@ -163,13 +163,9 @@ class AsgiApp:
             await _plain(send, 404, b"Not Found")
             return
         responder = HttpResponder(send, write_timeout=self.write_timeout)
-        host = origin = None
-        for name, value in scope["headers"]:
-            if name == b"host":
-                host = value.decode("latin-1")
-            elif name == b"origin":
-                origin = value.decode("latin-1")
-        reason = refuse_reason(self.host_policy, host, origin)
+        hosts = [v.decode("latin-1") for k, v in scope["headers"] if k == b"host"]
+        origins = [v.decode("latin-1") for k, v in scope["headers"] if k == b"origin"]
+        reason = refuse_any(self.host_policy, hosts, origins)
         if reason is not None:
             await self.dispatcher.refuse(Forbidden(f"Forbidden: {reason}"), None, responder)
             return

@@ -6,11 +6,16 @@ edge turns a refusal into 403. Authentication is out of scope here.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import final
-from urllib.parse import urlsplit
 
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "[::1]", "::1"})
+
+# An HTTP(S) origin as browsers serialise it: scheme, host, optional port, nothing else.
+# No userinfo, no backslash, no path: ``http://evil.com\\@localhost`` is not an origin.
+_ORIGIN = re.compile(r"(https?)://(\[[0-9a-f:.]+\]|[a-z0-9.\-_~%]+)(?::[0-9]{1,5})?/?")
 
 
 @final
@@ -28,12 +33,18 @@ class HostPolicy:
     enabled: bool = True
 
 
-def _host_name(host: str) -> str:
+_IPV6_CHARS = frozenset("0123456789abcdef:.")
+_HOST = re.compile(r"(\[[0-9a-f:.]+\]|[a-z0-9.\-_~%]+)(?::[0-9]{1,5})?")
+
+
+def _host_name(host: str) -> str | None:
+    """The name in a ``Host`` value (``name[:port]``, or a bare IPv6 literal such as
+    ``::1``), or None when it is not one."""
     host = host.strip().lower()
-    if host.startswith("["):
-        end = host.find("]")
-        return host[: end + 1] if end != -1 else host
-    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+    match = _HOST.fullmatch(host)
+    if match is None:
+        return host if host.count(":") > 1 and set(host) <= _IPV6_CHARS else None
+    return match.group(1)
 
 
 def refuse_reason(policy: HostPolicy, host: str | None, origin: str | None) -> str | None:
@@ -45,14 +56,22 @@ def refuse_reason(policy: HostPolicy, host: str | None, origin: str | None) -> s
         return None
     if origin.lower().rstrip("/") in policy.allowed_origins:
         return None
-    try:
-        parts = urlsplit(origin)
-        origin_host = parts.hostname
-    except ValueError:
+    match = _ORIGIN.fullmatch(origin.strip().lower())
+    if match is None:
         return f"Origin {origin!r} is not allowed"
-    if parts.scheme not in ("http", "https") or origin_host is None:
+    name = match.group(2)
+    if name not in policy.allowed_hosts and name.strip("[]") not in policy.allowed_hosts:
         return f"Origin {origin!r} is not allowed"
-    name = f"[{origin_host}]" if ":" in origin_host else origin_host
-    if name not in policy.allowed_hosts and origin_host not in policy.allowed_hosts:
-        return f"Origin {origin!r} is not allowed"
+    return None
+
+
+def refuse_any(policy: HostPolicy, hosts: Iterable[str], origins: Iterable[str]) -> str | None:
+    """The first reason to refuse among every ``Host`` and every ``Origin`` value a request
+    carries: a repeated header is allowed only when each of its values is."""
+    for host in hosts:
+        if (reason := refuse_reason(policy, host, None)) is not None:
+            return reason
+    for origin in origins:
+        if (reason := refuse_reason(policy, None, origin)) is not None:
+            return reason
     return None

@@ -11,6 +11,7 @@ cannot handle.
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -58,12 +59,22 @@ def _not_json(constant: str) -> None:
     raise ValueError(f"{constant} is not JSON")
 
 
+def _finite(number: str) -> float:
+    """A JSON number as a float; one too large for a double (``1e400``) has no JSON
+    encoding to answer with, so it is refused here rather than read as infinity."""
+    value = float(number)
+    if math.isinf(value):
+        raise ValueError(f"{number} is out of range")
+    return value
+
+
 def decode_json(body: bytes | str) -> object:
     """The JSON value of ``body``, or ``ParseError``: strict UTF-8, no lone surrogates, no
-    ``NaN``/``Infinity``, nesting within ``MAX_JSON_DEPTH``."""
+    ``NaN``/``Infinity`` (nor a number that overflows to it), nesting within
+    ``MAX_JSON_DEPTH``."""
     try:
         text = body.decode("utf-8") if isinstance(body, bytes | bytearray) else body
-        value = json.loads(text, parse_constant=_not_json)
+        value = json.loads(text, parse_constant=_not_json, parse_float=_finite)
     except (ValueError, UnicodeDecodeError):
         raise ParseError("Parse error: body is not valid JSON") from None
     except RecursionError:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -15,6 +16,8 @@ import pytest
 import trio
 from conftest import ROOT, free_port
 from live_http import call
+
+from presa_trio._cli import _listening
 
 pytestmark = pytest.mark.e2e
 
@@ -255,3 +258,24 @@ def test_validate_unreadable_file(tmp_path: Path) -> None:
 def test_validate_from_stdin() -> None:
     result = presa("validate", "-", stdin="\n".join(GOOD))
     assert result.returncode == 0 and "4 message(s), 0 bad" in result.stderr
+
+
+@pytest.mark.skipif(not hasattr(socket, "TCP_USER_TIMEOUT"), reason="Linux socket option")
+def test_the_listening_socket_carries_the_write_deadline() -> None:
+    bind = _listening("127.0.0.1:0", 2.5)
+    assert bind.startswith("fd://")
+    with socket.socket(fileno=int(bind.removeprefix("fd://"))) as sock:
+        assert sock.getsockname()[0] == "127.0.0.1"
+        assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT) == 2500
+        assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 1
+
+
+def test_a_unix_or_fd_bind_is_passed_through_and_a_bad_one_refused() -> None:
+    assert _listening("unix:/tmp/presa.sock", 2.0) == "unix:/tmp/presa.sock"
+    assert _listening("fd://3", 2.0) == "fd://3"
+    with pytest.raises(SystemExit, match=r"^presa-trio: --http expects HOST:PORT, got 'nope'$"):
+        _listening("nope", 2.0)
+    port = free_port()
+    held = socket.create_server(("127.0.0.1", port))
+    with held, pytest.raises(SystemExit, match=r"^presa-trio: cannot listen on 127\.0\.0\.1:"):
+        _listening(f"127.0.0.1:{port}", 2.0)

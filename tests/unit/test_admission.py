@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from presa_trio._wire.admission import LOOPBACK_HOSTS, HostPolicy, refuse_reason
+from presa_trio._wire.admission import LOOPBACK_HOSTS, HostPolicy, refuse_any, refuse_reason
 
 DEFAULT = HostPolicy()
 
@@ -135,3 +135,36 @@ def test_public_deployment_hosts() -> None:
     assert refuse_reason(policy, "MCP.example.com:443", "https://mcp.example.com") is None
     assert refuse_reason(policy, "localhost", None) is not None
     assert refuse_reason(policy, "mcp.example.com", "https://evil.example.com") is not None
+
+
+@pytest.mark.parametrize(
+    "origin",
+    [
+        "http://evil.com\\@localhost",
+        "http://user@localhost",
+        "http://localhost/path",
+        "http://localhost?x",
+        "http://localhost#x",
+        "http://localhost:99999999",
+        "http:/localhost",
+        "http://",
+    ],
+)
+def test_an_origin_that_is_not_scheme_host_port_is_refused(origin: str) -> None:
+    assert refuse_reason(DEFAULT, "localhost", origin) == f"Origin {origin!r} is not allowed"
+
+
+def test_every_value_of_a_repeated_host_or_origin_is_checked() -> None:
+    assert refuse_any(DEFAULT, ["localhost", "127.0.0.1:8000"], ["http://[::1]:3000"]) is None
+    assert refuse_any(DEFAULT, ["evil.com", "localhost"], []) == "Host 'evil.com' is not allowed"
+    assert refuse_any(DEFAULT, ["localhost"], ["http://localhost", "http://evil.com"]) == (
+        "Origin 'http://evil.com' is not allowed"
+    )
+    assert refuse_any(DEFAULT, [], []) is None
+
+
+@pytest.mark.parametrize(
+    "host", ["[::1]evil.com", "localhost:notaport", "localhost:", "local host"]
+)
+def test_a_host_that_is_not_name_and_port_is_refused(host: str) -> None:
+    assert refuse_reason(DEFAULT, host, None) == f"Host {host!r} is not allowed"
