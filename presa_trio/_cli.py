@@ -10,6 +10,7 @@ import argparse
 import importlib
 import logging
 import math
+import os
 import signal
 import socket
 import sys
@@ -71,6 +72,13 @@ def build_parser() -> argparse.ArgumentParser:
     mode.add_argument("--stdio", action="store_true", help="serve on stdin/stdout")
     serve.add_argument("--path", default="/mcp", help="HTTP endpoint path (default /mcp)")
     serve.add_argument("--log-level", default="warning", help="stderr log level (default warning)")
+    serve.add_argument(
+        "--store",
+        metavar="URL",
+        default=None,
+        help="the state this server's workers share: memory: (the default) or "
+        "sqlite:///ABSOLUTE/PATH.db (default: $PRESA_STORE, else the server's own setting)",
+    )
     limits = serve.add_argument_group(
         "deadlines (seconds)", "Every connection and the process itself are released in time."
     )
@@ -163,10 +171,13 @@ def serve(args: argparse.Namespace) -> int:
     presa_logger.addHandler(handler)
     presa_logger.setLevel(args.log_level.upper())
     target = _servable(load_target(args.target))
+    store = _store(args, target)
     bound = ShutdownBound(args.shutdown_timeout)
     if args.stdio:
         from ._transports.stdio import serve_stdio
 
+        if store is not None and not isinstance(target, AsgiApp):
+            target = target.asgi_app(backend=store)
         trio.run(partial(serve_stdio, target, on_eof=bound.start))
         bound.cancel()
         return 0
@@ -184,6 +195,7 @@ def serve(args: argparse.Namespace) -> int:
         app: Any = target
     else:
         app = target.asgi_app(
+            backend=store,
             path=args.path,
             body_timeout=args.body_timeout,
             write_timeout=args.write_timeout,
@@ -194,6 +206,28 @@ def serve(args: argparse.Namespace) -> int:
     trio.run(partial(hypercorn_serve, app, config, shutdown_trigger=stopped))
     bound.cancel()
     return 0
+
+
+def _store(args: argparse.Namespace, target: Any) -> str | None:
+    """The backend URL to serve with (``--store``, else ``$PRESA_STORE``), checked by
+    opening it now: a bad one is one line on stderr and exit status 2, before anything
+    listens. A target that is an app already chose its backend itself."""
+    from ._server import Server
+    from .backends import ENVIRONMENT_VARIABLE, BackendError, check_url
+
+    store = args.store or os.environ.get(ENVIRONMENT_VARIABLE) or None
+    if args.store is not None and not isinstance(target, Server):
+        raise SystemExit("presa-trio: --store needs MODULE:SERVER to name a Server, not an app")
+    url = store if isinstance(target, Server) and store else None
+    if url is None:
+        url = target.settings.backend if isinstance(target, Server) else store
+    if url:
+        try:
+            check_url(url)
+        except BackendError as exc:
+            print(f"presa-trio: {exc}", file=sys.stderr)
+            raise SystemExit(2) from None
+    return store if isinstance(target, Server) else None
 
 
 def _listening(bind: str, write_timeout: float) -> str:

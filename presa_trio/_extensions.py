@@ -13,6 +13,7 @@ from typing import Any, ClassVar, final
 
 import trio
 
+from ._backend import Backend
 from ._bus import BusEvent
 from ._context import Context
 from ._mrtr import check_responses
@@ -51,6 +52,11 @@ class ExtensionContext:
 
     def tool(self, name: str) -> Tool | None:
         return self._registry.tools.get(name)
+
+    @property
+    def backend(self) -> Backend:
+        """Where this run's workers share state (``presa_trio.backends``)."""
+        return self._runtime.backend
 
     @property
     def draining(self) -> trio.Event:

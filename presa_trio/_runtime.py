@@ -15,12 +15,21 @@ from typing import Any, final
 
 import trio
 
+from ._backend import Backend, MemoryBackend
 from ._boundary import error_boundary
 from ._bus import BusEvent, SubscriptionBus, flag_event, resource_updated_event
 from ._request_state import StateSealer
 from .errors import CapacityExceeded, InternalError
 
 logger = logging.getLogger("presa_trio")
+
+BUS_TOPIC = "bus"
+RELAY_BUFFER = 10_000  # events waiting to go to the other workers
+RELAY_BATCH = 500  # events sent in one message at most
+
+
+def _plain(event: BusEvent) -> dict[str, Any]:
+    return {"method": event.method, "params": event.params, "key": event.key, "value": event.value}
 
 
 @final
@@ -38,12 +47,16 @@ class Runtime:
         sealer: StateSealer,
         thread_limiter: trio.CapacityLimiter,
         bus: SubscriptionBus | None = None,
+        backend: Backend | None = None,
         max_background: int = 1_000,
     ) -> None:
         self._nursery = nursery
         self.sealer = sealer
         self.thread_limiter = thread_limiter
         self.bus = bus if bus is not None else SubscriptionBus()
+        self.backend: Backend = backend if backend is not None else MemoryBackend()
+        # Events for the other workers, sent in order by ``relay_events`` (shared backends).
+        self._outbox: trio.MemorySendChannel[BusEvent] | None = None
         self.draining = trio.Event()
         self.max_background = max_background
         self.background_count = 0
@@ -77,9 +90,42 @@ class Runtime:
         Safe from any thread: a sync handler running in a worker thread (or a thread of your
         own) may announce changes too; the fan-out itself always happens in the run's thread.
         """
-        if trio.lowlevel.in_trio_task():
-            return self.bus.publish(event)
-        return trio.from_thread.run_sync(self.bus.publish, event, trio_token=self._token)
+        if not trio.lowlevel.in_trio_task():
+            return trio.from_thread.run_sync(self.publish, event, trio_token=self._token)
+        if self._outbox is not None:
+            try:
+                self._outbox.send_nowait(event)
+            except (trio.WouldBlock, trio.ClosedResourceError):
+                logger.warning(
+                    "the other workers missed a %s: too many events queued", event.method
+                )
+        return self.bus.publish(event)
+
+    async def relay_events(self, *, task_status: trio.TaskStatus[None]) -> None:
+        """Carry this worker's events to the other workers' listen streams, and theirs to
+        this worker's bus, for the whole run (a shared backend only). Events leave in the
+        order they were published, in batches; a failing backend loses the batch (logged),
+        never the run."""
+        send, receive = trio.open_memory_channel[BusEvent](RELAY_BUFFER)
+        self.backend.on_broadcast(BUS_TOPIC, self._from_other_workers)
+        self._outbox = send
+        task_status.started()
+        async with receive:
+            while True:
+                batch = [await receive.receive()]
+                while len(batch) < RELAY_BATCH:
+                    try:
+                        batch.append(receive.receive_nowait())
+                    except trio.WouldBlock:
+                        break
+                with error_boundary("sending events to the other workers", logger):
+                    await self.backend.broadcast(BUS_TOPIC, {"events": [_plain(e) for e in batch]})
+
+    def _from_other_workers(self, body: Mapping[str, Any]) -> None:
+        for event in body["events"]:
+            self.bus.publish(
+                BusEvent(event["method"], event["params"], event["key"], event.get("value"))
+            )
 
     def notify_tools_changed(self) -> int:
         """Tell every listener that asked for it that the tool list changed."""

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, final
 
+from ._backend import parse_url
 from ._context import Context
 from ._extensions import Extension
 from ._registry import Registry
@@ -44,12 +45,15 @@ class Settings:
     max_listeners: int | None = DEFAULT_MAX_LISTENERS
     max_background: int = DEFAULT_MAX_BACKGROUND
     loop_warning: float | None = 0.5
+    backend: str | None = None
 
     def __post_init__(self) -> None:
         if self.cache_scope not in ("public", "private"):
             raise ValueError("cache_scope must be 'public' or 'private'")
         if self.max_threads < 1:
             raise ValueError("max_threads must be at least 1")
+        if self.backend is not None:
+            parse_url(self.backend)  # an unknown scheme or a bad path fails here, at once
 
 
 @final

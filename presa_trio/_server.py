@@ -11,10 +11,12 @@ import inspect
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Any, TypeVar, final
 
 import trio
 
+from ._backend import Backend, parse_url
 from ._boundary import absorb
 from ._bus import SubscriptionBus
 from ._context import Context
@@ -34,6 +36,7 @@ from ._served import (
 )
 from ._signature import Handler, Signature
 from ._transports.asgi import AsgiApp
+from .backends import open_backend
 
 F = TypeVar("F", bound=Handler)
 
@@ -68,6 +71,9 @@ class Server:
     ``max_background`` (``ctx.start_background`` work), ``max_state_bytes`` (a sealed
     ``requestState``). Past a bound the answer is a retryable -32603 (HTTP 503).
     ``loop_warning`` logs when the event loop was blocked that many seconds (None: never).
+    ``backend`` is the URL of the state shared by this server's workers: ``"memory:"`` (the
+    default: this process only) or ``"sqlite:///ABSOLUTE/PATH.db"`` (every worker process
+    of one host; see ``presa_trio.backends``); ``open_runtime(backend=...)`` overrides it.
     """
 
     def __init__(
@@ -92,6 +98,7 @@ class Server:
         max_background: int = DEFAULT_MAX_BACKGROUND,
         max_state_bytes: int = DEFAULT_MAX_STATE_BYTES,
         loop_warning: float | None = 0.5,
+        backend: str | None = None,
     ) -> None:
         info: dict[str, Any] = {"name": name, "version": version}
         if title is not None:
@@ -114,6 +121,7 @@ class Server:
             max_listeners=max_listeners,
             max_background=max_background,
             loop_warning=loop_warning,
+            backend=backend,
         )
         self.schemas = schemas if schemas is not None else Schemas()
         self.registry = Registry()
@@ -293,44 +301,55 @@ class Server:
     # ------------------------------------------------------------------ running
 
     @asynccontextmanager
-    async def open_runtime(self) -> AsyncIterator[Runtime]:
+    async def open_runtime(self, backend: str | Backend | None = None) -> AsyncIterator[Runtime]:
         """Run the server: own everything one run needs, for the lifetime of a transport.
 
-        Each extension's service starts here (an error before it reports started fails the
-        startup). On exit the runtime drains first (listen streams end with their final
-        result, no new tasks are admitted), then its background work is cancelled.
+        ``backend`` (a URL, or an open ``Backend``) overrides the server's ``backend``
+        setting. Each extension's service starts here (an error before it reports started
+        fails the startup). On exit the runtime drains first (listen streams end with their
+        final result, no new tasks are admitted), then its background work is cancelled.
         """
         settings = self.settings
-        sealer = StateSealer(settings.state_keys, settings.state_ttl, settings.max_state_bytes)
         limiter = trio.CapacityLimiter(settings.max_threads)
         bus = SubscriptionBus(max_listeners=settings.max_listeners)
-        async with trio.open_nursery() as nursery:
-            runtime = Runtime(
-                nursery,
-                sealer=sealer,
-                thread_limiter=limiter,
-                bus=bus,
-                max_background=settings.max_background,
-            )
-            try:
-                if settings.loop_warning is not None:
-                    runtime.start_background(
-                        runtime.watch_event_loop, settings.loop_warning, name="loop watch"
-                    )
-                for extension in self._extensions:
-                    context = ExtensionContext(runtime, self.registry, self.schemas)
-                    service = await nursery.start(_run_service, extension, context)
-                    runtime.add_service(extension.id, service)
-                self._runtimes.add(runtime)
-                yield runtime
-            finally:
-                self._runtimes.discard(runtime)
-                runtime.begin_draining()
-                nursery.cancel_scope.cancel()
+        async with open_backend(backend or settings.backend) as opened:
+            ring = settings.state_keys
+            if ring is None and (key := await opened.shared_key()) is not None:
+                ring = KeyRing([("shared", key)])
+            sealer = StateSealer(ring, settings.state_ttl, settings.max_state_bytes)
+            async with trio.open_nursery() as nursery:
+                runtime = Runtime(
+                    nursery,
+                    sealer=sealer,
+                    thread_limiter=limiter,
+                    bus=bus,
+                    backend=opened,
+                    max_background=settings.max_background,
+                )
+                try:
+                    if opened.shared:
+                        await nursery.start(runtime.relay_events)
+                    if settings.loop_warning is not None:
+                        runtime.start_background(
+                            runtime.watch_event_loop, settings.loop_warning, name="loop watch"
+                        )
+                    for extension in self._extensions:
+                        context = ExtensionContext(runtime, self.registry, self.schemas)
+                        service = await nursery.start(_run_service, extension, context)
+                        runtime.add_service(extension.id, service)
+                    self._runtimes.add(runtime)
+                    yield runtime
+                finally:
+                    self._runtimes.discard(runtime)
+                    runtime.begin_draining()
+                    nursery.cancel_scope.cancel()
 
-    def asgi_app(self, **options: Any) -> AsgiApp:
-        """The Streamable HTTP ASGI app for this server (see ``presa_trio.AsgiApp``)."""
-        return AsgiApp(self.dispatcher, self.open_runtime, **options)
+    def asgi_app(self, *, backend: str | None = None, **options: Any) -> AsgiApp:
+        """The Streamable HTTP ASGI app for this server (see ``presa_trio.AsgiApp``);
+        ``backend`` overrides the server's ``backend`` setting for the app's runs."""
+        if backend is not None:
+            parse_url(backend)
+        return AsgiApp(self.dispatcher, partial(self.open_runtime, backend), **options)
 
     # ------------------------------------------------------------------ change notifications
 

@@ -292,10 +292,18 @@ def _has_surrogate(value: Any) -> bool:
     return False
 
 
+def _double(text: str) -> float:
+    number = float(text)
+    if number in (float("inf"), float("-inf")):
+        raise ValueError("beyond a double")
+    return number
+
+
 def strict_json(body: bytes) -> tuple[bool, Any]:
-    """``(True, value)`` for a body that is strict JSON (RFC 8259 and I-JSON), else False."""
+    """``(True, value)`` for a body that is strict JSON (RFC 8259 and I-JSON), else False.
+    I-JSON (RFC 7493 §2.2): a number must fit an IEEE 754 double; ``1e400`` does not."""
     try:
-        value = json.loads(body.decode("utf-8"), parse_constant=_reject)
+        value = json.loads(body.decode("utf-8"), parse_constant=_reject, parse_float=_double)
     except (ValueError, UnicodeDecodeError, RecursionError):
         return False, None
     if _depth(value) > MAX_DEPTH or _has_surrogate(value):

@@ -37,6 +37,7 @@ PUBLIC = {
     "presa_trio",
     "presa_trio.errors",
     "presa_trio.extensions",
+    "presa_trio.backends",
     "presa_trio.mrtr",
     "presa_trio.content",
     "presa_trio.testing",

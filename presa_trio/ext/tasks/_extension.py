@@ -19,6 +19,7 @@ from typing import Any, Literal, final
 import trio
 
 from ... import Context
+from ...backends import Backend, SqliteBackend
 from ...errors import InternalError, InvalidParams, MissingCapability, ServiceUnavailable
 from ...extensions import (
     CallNext,
@@ -31,7 +32,8 @@ from ...extensions import (
 )
 from . import _wire
 from ._runner import TaskHandle, TaskRunner
-from ._states import Status, TaskRecord
+from ._sqlite_store import SqliteTaskStore
+from ._states import Failed, Status, TaskRecord
 from ._store import Limits, MemoryTaskStore, TaskStore
 
 logger = logging.getLogger("presa_trio.tasks")
@@ -123,8 +125,9 @@ class TasksExtension(Extension):
         ]
 
     async def serve(self, context: ExtensionContext, *, task_status: trio.TaskStatus[Any]) -> None:
-        """One run's tasks service: its store, the task runner and the reaper."""
-        store = self.store if self.store is not None else MemoryTaskStore()
+        """One run's tasks service: its store, the task runner and the reapers."""
+        backend = context.backend
+        store = self.store if self.store is not None else _store_for(backend)
 
         def publish(record: TaskRecord) -> None:
             context.publish(
@@ -134,9 +137,11 @@ class TasksExtension(Extension):
                 value=record.task_id,
             )
 
-        runner = TaskRunner(store, self.now_ms, publish)
+        runner = TaskRunner(store, self.now_ms, publish, backend)
         async with trio.open_nursery() as nursery:
             await nursery.start(runner.serve)
+            if isinstance(store, SqliteTaskStore) and isinstance(backend, SqliteBackend):
+                nursery.start_soon(self._reap_orphans, store, runner, backend.lease)
             task_status.started(_Run(context, store, runner))
             while True:
                 await trio.sleep(self.reap_interval)
@@ -145,6 +150,19 @@ class TasksExtension(Extension):
                     # the reaper deletes it a grace later, so that the runner of a task
                     # still running records (and announces) its expiry before it is gone.
                     await store.delete_expired(self.now_ms() - REAP_GRACE_MS)
+
+    async def _reap_orphans(self, store: SqliteTaskStore, runner: TaskRunner, lease: float) -> None:
+        """Fail the unfinished tasks of lost workers (a worker that left, or has not renewed
+        its lease for ``lease`` seconds), checked every quarter lease by every worker: a
+        task of a lost worker is failed within a lease and a quarter. Compare-and-set makes
+        the first worker to notice the one that commits; a lost worker that comes back finds
+        its tasks terminal, and its late outcomes change nothing."""
+        lost = InternalError("The worker running this task was lost").to_error()
+        while True:
+            await trio.sleep(lease / 4)
+            with error_boundary("the lost-worker reaper", logger):
+                for task_id in await store.orphans(self.now_ms(), int(lease * 1000)):
+                    await runner.commit(task_id, Failed(lost))
 
     def filter_keys(self) -> frozenset[str]:
         return frozenset({"taskIds"})
@@ -290,7 +308,7 @@ class TasksExtension(Extension):
                 {"status": record.status.value},
             )
         run.context.check_input_responses(record.input_requests, responses)
-        accepted = await run.runner.deliver(record.task_id, responses)
+        accepted = await run.runner.deliver(record.task_id, responses, record.owner)
         ignored = sorted(responses.keys() - accepted)
         # Answers the task was not waiting for are acknowledged (SEP-2663) but not hidden.
         return {"_meta": {IGNORED_KEYS: ignored}} if ignored else {}
@@ -299,8 +317,15 @@ class TasksExtension(Extension):
         run: _Run = ctx.service(self)
         record = await self._lookup(run, ctx, params)
         if not record.terminal:
-            await run.runner.cancel(record.task_id)
+            await run.runner.cancel(record.task_id, record.owner)
         return {}
+
+
+def _store_for(backend: Backend) -> TaskStore:
+    """The store a run keeps its tasks in: the shared database, or this process."""
+    if isinstance(backend, SqliteBackend):
+        return SqliteTaskStore(backend.db)
+    return MemoryTaskStore()
 
 
 def _check_result(result: Mapping[str, Any], limit: int) -> None:

@@ -12,14 +12,17 @@ does, and no store failure, reaches the runner nursery or another task.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, final
 
 import trio
 
+from ...backends import Backend
+from ...errors import ServiceUnavailable
 from ...extensions import error_boundary, protocol_error
 from ._states import (
     CancelRequested,
@@ -41,6 +44,9 @@ Work = Callable[["TaskHandle"], Awaitable[Mapping[str, Any]]]
 Publish = Callable[[TaskRecord], None]
 
 CANCEL_WAIT_SECONDS = 5.0  # how long tasks/cancel waits for the tool's cleanup before acking
+REMOTE_SECONDS = CANCEL_WAIT_SECONDS + 2.0  # bound on asking the worker that runs a task
+CANCEL_TOPIC = "tasks.cancel"  # another worker asks this one to cancel a task it runs
+DELIVER_TOPIC = "tasks.deliver"  # ... or to deliver answers to a task parked here
 COMMIT_SECONDS = 5.0  # bound on recording a task's outcome (shielded, all attempts)
 COMMIT_RETRY_SECONDS = (0.05, 0.25, 1.0)  # pauses between attempts when the store fails
 RESETTLE_SECONDS = 5.0  # how often outcomes the store refused are offered to it again
@@ -112,11 +118,18 @@ class TaskRunner:
     """Runs task work in its own nursery; commits every state change through the store."""
 
     def __init__(
-        self, store: TaskStore, now_ms: Callable[[], int], publish: Publish | None = None
+        self,
+        store: TaskStore,
+        now_ms: Callable[[], int],
+        publish: Publish | None = None,
+        backend: Backend | None = None,
     ) -> None:
         self.store = store
         self.now_ms = now_ms
         self.publish = publish
+        # With a shared backend, tasks run by other workers are reached through it.
+        self.backend = backend
+        self.worker_id = backend.worker_id if backend is not None else ""
         self._nursery: trio.Nursery | None = None
         self._live: dict[str, _Live] = {}
         # Outcomes of finished tasks that the store refused to record: offered again until
@@ -139,6 +152,9 @@ class TaskRunner:
 
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Own the runner nursery until cancelled; every task is a child of it."""
+        if self.backend is not None:
+            self.backend.on_call(CANCEL_TOPIC, self._cancel_for_other_worker)
+            self.backend.on_call(DELIVER_TOPIC, self._deliver_for_other_worker)
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             try:
@@ -179,6 +195,7 @@ class TaskRunner:
         half-way (its client went away) can neither leave a record with no work behind it nor
         work with no record. A refusal (capacity, a store error) raises here.
         """
+        record = replace(record, owner=self.worker_id)
         with trio.CancelScope(shield=True):
             await self.nursery.start(self._run, record, work, dict(answered or {}), limits)
 
@@ -278,14 +295,22 @@ class TaskRunner:
                         self.publish(updated)
                 return updated
 
-    async def deliver(self, task_id: str, responses: Mapping[str, Any]) -> frozenset[str]:
+    async def deliver(
+        self, task_id: str, responses: Mapping[str, Any], owner: str = ""
+    ) -> frozenset[str]:
         """``tasks/update``: accept the answers to pending keys and wake their waiters;
         returns the keys accepted (the others matched nothing the task waits for).
 
         Accepting (the commit) and waking (the channel sends) happen together, shielded:
         a request cancelled half-way cannot mark inputs accepted that no waiter received.
+        A task parked in another worker (``owner``) gets them there: that worker delivers
+        into its channels and says which keys it accepted.
         """
         live = self._live.get(task_id)
+        if live is None and self._elsewhere(owner):
+            body = {"taskId": task_id, "responses": dict(responses)}
+            reply = await self._ask(owner, DELIVER_TOPIC, body)
+            return frozenset(reply["accepted"])
         if live is None:
             await trio.lowlevel.checkpoint()
             return frozenset()
@@ -314,7 +339,29 @@ class TaskRunner:
                     pass  # the task ended (cancelled, say) as the answer arrived: unused
         return frozenset(delivered)
 
-    async def cancel(self, task_id: str) -> None:
+    def _elsewhere(self, owner: str) -> bool:
+        return self.backend is not None and self.backend.shared and owner != self.worker_id
+
+    async def _ask(self, owner: str, topic: str, body: Mapping[str, Any]) -> Mapping[str, Any]:
+        """Ask the worker running a task, bounded; a worker that does not answer in time
+        (lost, or its store failing) is a retryable -32603 (HTTP 503)."""
+        assert self.backend is not None
+        reply = None
+        with trio.move_on_after(REMOTE_SECONDS):
+            reply = await self.backend.call(owner, topic, body)
+        if reply is None:
+            raise ServiceUnavailable("The worker running this task did not answer; retry")
+        return reply
+
+    async def _deliver_for_other_worker(self, body: Mapping[str, Any]) -> Mapping[str, Any]:
+        accepted = await self.deliver(body["taskId"], body["responses"], self.worker_id)
+        return {"accepted": sorted(accepted)}
+
+    async def _cancel_for_other_worker(self, body: Mapping[str, Any]) -> Mapping[str, Any]:
+        await self.cancel(body["taskId"], self.worker_id)
+        return {"cancelled": True}
+
+    async def cancel(self, task_id: str, owner: str = "") -> None:
         """``tasks/cancel``: cancel the task's scope, wait (bounded) for its cleanup, then
         make sure ``cancelled`` is recorded.
 
@@ -322,14 +369,21 @@ class TaskRunner:
         the tool swallowed its cancellation and returned a result anyway (the result is
         dropped). A task that ignores its cancellation past the bound gets ``cancelled``
         committed here; terminal states are sticky, so its late result can never resurrect
-        it. As with any trio cancellation, code that runs before the task's next checkpoint
-        still runs: a tool must not put irreversible effects after its last ``await``.
+        it. A task running in another worker (``owner``) is cancelled there, in the same
+        order, and acknowledged here after. As with any trio cancellation, code that runs
+        before the task's next checkpoint still runs: a tool must not put irreversible
+        effects after its last ``await``.
         """
         live = self._live.get(task_id)
         if live is not None:
             live.scope.cancel()
             with trio.move_on_after(CANCEL_WAIT_SECONDS):
                 await live.done.wait()
+        elif self._elsewhere(owner):
+            # The owner cancels the scope and waits for the cleanup as above; a lost owner
+            # never answers, and the task is recorded cancelled here after the bound.
+            with contextlib.suppress(ServiceUnavailable):
+                await self._ask(owner, CANCEL_TOPIC, {"taskId": task_id})
         # A no-op when the task recorded its end; a task that ended while the store refused
         # its outcome gets that outcome now, not "cancelled" (it had finished).
         outcome = self._unsettled.get(task_id, CancelRequested())

@@ -55,6 +55,8 @@ class TaskRecord:
     """Everything stored about one task. Times are integer milliseconds since the epoch.
 
     ``principal`` is who the task belongs to: another principal's task is invisible.
+    ``owner`` is the worker running it (its backend's ``worker_id``): where a cancel or an
+    answer for it must go, and whose loss fails it.
     """
 
     task_id: str
@@ -71,6 +73,7 @@ class TaskRecord:
     result: Mapping[str, Any] | None = None
     error: Mapping[str, Any] | None = None
     revision: int = 0
+    owner: str = ""
 
     @property
     def terminal(self) -> bool:

@@ -1,0 +1,183 @@
+"""The task store on SQLite: the tasks of every worker of one host in one file.
+
+One row per task: the record as JSON, beside the columns the store queries (principal, owner,
+revision, whether it is terminal, when it expires). Creation counts and inserts in one
+``BEGIN IMMEDIATE`` transaction, so ``Limits`` hold across all workers; compare-and-set is
+one ``UPDATE ... WHERE revision = ?``. It keeps the ``TaskStore`` contract (checked by
+``testing.check_task_store``), and adds ``orphans``: the tasks whose worker was lost.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable
+from typing import Any, TypeVar, final
+
+from ...backends import SqliteDatabase
+from ...errors import CapacityExceeded
+from ._states import Status, TaskRecord
+from ._store import Limits
+
+T = TypeVar("T")
+
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS presa_tasks (task_id TEXT PRIMARY KEY, principal TEXT NOT NULL, "
+    "owner TEXT NOT NULL, revision INTEGER NOT NULL, terminal INTEGER NOT NULL, "
+    "expires_ms INTEGER, record TEXT NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS presa_tasks_principal ON presa_tasks (principal, terminal)",
+    "CREATE INDEX IF NOT EXISTS presa_tasks_active ON presa_tasks (terminal, owner)",
+    "CREATE INDEX IF NOT EXISTS presa_tasks_expires ON presa_tasks (expires_ms)",
+)
+
+
+def encode(task: TaskRecord) -> str:
+    """A record as JSON text (every field, sets as sorted lists)."""
+    return json.dumps(
+        {
+            "task_id": task.task_id,
+            "principal": task.principal,
+            "tool": task.tool,
+            "status": task.status.value,
+            "created_ms": task.created_ms,
+            "updated_ms": task.updated_ms,
+            "ttl_ms": task.ttl_ms,
+            "poll_interval_ms": task.poll_interval_ms,
+            "status_message": task.status_message,
+            "input_requests": task.input_requests,
+            "used_keys": sorted(task.used_keys),
+            "result": task.result,
+            "error": task.error,
+            "revision": task.revision,
+            "owner": task.owner,
+        },
+        separators=(",", ":"),
+        ensure_ascii=False,
+        allow_nan=False,
+    )
+
+
+def decode(text: str) -> TaskRecord:
+    fields: dict[str, Any] = json.loads(text)
+    fields["status"] = Status(fields["status"])
+    fields["used_keys"] = frozenset(fields["used_keys"])
+    return TaskRecord(**fields)
+
+
+def _expires(task: TaskRecord) -> int | None:
+    return None if task.ttl_ms is None else task.created_ms + task.ttl_ms
+
+
+@final
+class SqliteTaskStore:
+    """``TaskStore`` on a ``SqliteDatabase`` (the run's ``SqliteBackend.db``)."""
+
+    def __init__(self, db: SqliteDatabase) -> None:
+        self.db = db
+        self._ready = False
+
+    async def _write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        await self._prepare()
+        return await self.db.write(fn)
+
+    async def _read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        await self._prepare()
+        return await self.db.run(fn)
+
+    async def _prepare(self) -> None:
+        if self._ready:
+            return
+
+        def create(conn: sqlite3.Connection) -> None:
+            for statement in _SCHEMA:
+                conn.execute(statement)
+
+        await self.db.write(create)
+        self._ready = True
+
+    async def create(self, task: TaskRecord, limits: Limits) -> None:
+        def insert(conn: sqlite3.Connection) -> None:
+            if conn.execute(
+                "SELECT 1 FROM presa_tasks WHERE task_id = ?", (task.task_id,)
+            ).fetchone():
+                raise ValueError(f"task {task.task_id!r} exists")
+            stored, by_principal, active = conn.execute(
+                "SELECT COUNT(*), "
+                "COALESCE(SUM(principal = :p), 0), "
+                "COALESCE(SUM(principal = :p AND terminal = 0), 0) FROM presa_tasks",
+                {"p": task.principal},
+            ).fetchone()
+            refused = limits.refusal(stored, by_principal, active)
+            if refused is not None:
+                raise CapacityExceeded(refused, "Task capacity exhausted")
+            conn.execute(
+                "INSERT INTO presa_tasks VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    task.task_id,
+                    task.principal,
+                    task.owner,
+                    task.revision,
+                    int(task.terminal),
+                    _expires(task),
+                    encode(task),
+                ),
+            )
+
+        await self._write(insert)
+
+    async def get(self, task_id: str) -> TaskRecord | None:
+        def select(conn: sqlite3.Connection) -> str | None:
+            row = conn.execute(
+                "SELECT record FROM presa_tasks WHERE task_id = ?", (task_id,)
+            ).fetchone()
+            return None if row is None else str(row[0])
+
+        text = await self._read(select)
+        return None if text is None else decode(text)
+
+    async def compare_and_set(self, task: TaskRecord, expected_revision: int) -> bool:
+        def update(conn: sqlite3.Connection) -> bool:
+            changed = conn.execute(
+                "UPDATE presa_tasks SET revision = ?, terminal = ?, owner = ?, record = ? "
+                "WHERE task_id = ? AND revision = ?",
+                (
+                    task.revision,
+                    int(task.terminal),
+                    task.owner,
+                    encode(task),
+                    task.task_id,
+                    expected_revision,
+                ),
+            )
+            return changed.rowcount == 1
+
+        return await self._write(update)
+
+    async def delete_expired(self, now_ms: int) -> int:
+        def delete(conn: sqlite3.Connection) -> int:
+            return conn.execute(
+                "DELETE FROM presa_tasks WHERE expires_ms IS NOT NULL AND expires_ms <= ?",
+                (now_ms,),
+            ).rowcount
+
+        return await self._write(delete)
+
+    async def count(self) -> int:
+        def count(conn: sqlite3.Connection) -> int:
+            return int(conn.execute("SELECT COUNT(*) FROM presa_tasks").fetchone()[0])
+
+        return await self._read(count)
+
+    async def orphans(self, now_ms: int, lease_ms: int) -> list[str]:
+        """Unfinished tasks whose worker is gone: it left, or has not renewed its lease
+        for ``lease_ms``."""
+
+        def select(conn: sqlite3.Connection) -> list[str]:
+            rows = conn.execute(
+                "SELECT task_id FROM presa_tasks WHERE terminal = 0 AND owner NOT IN "
+                "(SELECT worker_id FROM presa_workers WHERE heartbeat_ms >= ?)",
+                (now_ms - lease_ms,),
+            ).fetchall()
+            return [str(row[0]) for row in rows]
+
+        return await self._read(select)
