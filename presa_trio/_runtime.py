@@ -95,6 +95,8 @@ class Runtime:
         if self._outbox is not None:
             try:
                 self._outbox.send_nowait(event)
+            except trio.BrokenResourceError:
+                pass  # the run is ending: the relay has stopped
             except (trio.WouldBlock, trio.ClosedResourceError):
                 logger.warning(
                     "the other workers missed a %s: too many events queued", event.method

@@ -40,7 +40,7 @@ logger = logging.getLogger("presa_trio.sqlite")
 T = TypeVar("T")
 
 SCHEMA_VERSION = 1
-BUSY_TIMEOUT_MS = 5_000
+BUSY_TIMEOUT = 5.0  # seconds a statement waits for another writer's lock
 MESSAGE_RETENTION_MS = 60_000
 POOL_SIZE = 4
 
@@ -67,13 +67,14 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def connect(path: str) -> sqlite3.Connection:
-    """A connection in autocommit mode (transactions are explicit), WAL, bounded waits."""
+def connect(path: str, busy_timeout: float = BUSY_TIMEOUT) -> sqlite3.Connection:
+    """A connection in autocommit mode (transactions are explicit), WAL, and waits for
+    another writer's lock bounded by ``busy_timeout`` seconds."""
     conn = sqlite3.connect(
-        path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
+        path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
     )
     try:
-        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
     except BaseException:
@@ -132,8 +133,11 @@ class SqliteDatabase:
     episode, and the next call tries a fresh connection: the server recovers by itself.
     """
 
-    def __init__(self, path: str, pool_size: int = POOL_SIZE) -> None:
+    def __init__(
+        self, path: str, pool_size: int = POOL_SIZE, busy_timeout: float = BUSY_TIMEOUT
+    ) -> None:
         self.path = path
+        self.busy_timeout = busy_timeout
         self._limiter = trio.CapacityLimiter(pool_size)
         self._idle: list[sqlite3.Connection] = []
         self._failing = False
@@ -186,7 +190,7 @@ class SqliteDatabase:
         self, conn: sqlite3.Connection | None, fn: Callable[[sqlite3.Connection], T]
     ) -> tuple[sqlite3.Connection, outcome.Outcome[T]]:
         if conn is None:
-            conn = connect(self.path)
+            conn = connect(self.path, self.busy_timeout)
         return conn, outcome.capture(fn, conn)
 
     def _report(self, exc: sqlite3.Error) -> None:
@@ -214,12 +218,12 @@ class SqliteBackend:
     DEFAULT_LEASE: ClassVar[float] = 20.0
     DEFAULT_POLL: ClassVar[float] = 0.01
 
-    def __init__(self, path: str, *, lease: float, poll: float) -> None:
+    def __init__(self, path: str, *, lease: float, poll: float, busy_timeout: float) -> None:
         self.path = path
         self.lease = lease
         self.poll = poll
         self.worker_id = new_worker_id()
-        self.db = SqliteDatabase(path)
+        self.db = SqliteDatabase(path, busy_timeout=busy_timeout)
         self._watch: sqlite3.Connection | None = None
         self._version: int | None = None
         self._last_seq = 0
@@ -234,12 +238,17 @@ class SqliteBackend:
     @classmethod
     @asynccontextmanager
     async def open(
-        cls, path: str, *, lease: float = DEFAULT_LEASE, poll: float = DEFAULT_POLL
+        cls,
+        path: str,
+        *,
+        lease: float = DEFAULT_LEASE,
+        poll: float = DEFAULT_POLL,
+        busy_timeout: float = BUSY_TIMEOUT,
     ) -> AsyncIterator[SqliteBackend]:
         """Open the file, migrate it, join the workers, and watch for signals until the
         block ends; then leave the workers (so this worker's unfinished tasks are failed
         at once rather than after the lease) and close every connection."""
-        backend = cls(path, lease=lease, poll=poll)
+        backend = cls(path, lease=lease, poll=poll, busy_timeout=busy_timeout)
         try:
             await trio.to_thread.run_sync(check_file, path)
             await backend._join()
@@ -253,7 +262,7 @@ class SqliteBackend:
                     nursery.cancel_scope.cancel()
                     backend._nursery = None
         finally:
-            with trio.CancelScope(shield=True), trio.move_on_after(BUSY_TIMEOUT_MS / 1000):
+            with trio.CancelScope(shield=True), trio.move_on_after(busy_timeout):
                 await backend._leave()
             backend._close()
 
@@ -352,7 +361,7 @@ class SqliteBackend:
     def _poll_once(self) -> list[tuple[str, str | None, str, str]]:
         """New messages for this worker, when anyone committed since the last look."""
         if self._watch is None:
-            self._watch = connect(self.path)
+            self._watch = connect(self.path, self.db.busy_timeout)
         version = self._watch.execute("PRAGMA data_version").fetchone()[0]
         if version == self._version:
             return []

@@ -1,9 +1,13 @@
 """Backends: where the workers of one server share their state, named by one URL.
 
 ``memory:`` (the default) is this process only; ``sqlite:///ABSOLUTE/PATH.db`` is every
-worker process of one host, durable across restarts. Pass the URL as ``Server(backend=...)``,
-``server.asgi_app(backend=...)`` or ``server.open_runtime(backend=...)``; ``presa-trio
-serve`` takes ``--store URL`` (default: the ``PRESA_STORE`` environment variable).
+worker process of one host, durable across restarts. A sqlite URL takes options as its
+query: ``lease`` (seconds a worker may go silent before its tasks fail, default 20),
+``poll`` (seconds between looks for other workers' signals, default 0.01) and ``timeout``
+(seconds a statement waits for another writer's lock, default 5). Pass the URL as
+``Server(backend=...)``, ``server.asgi_app(backend=...)`` or
+``server.open_runtime(backend=...)``; ``presa-trio serve`` takes ``--store URL`` (default:
+the ``PRESA_STORE`` environment variable).
 
 Extensions reach the run's backend as ``ExtensionContext.backend``; a store for a shared
 backend runs its statements through it (``SqliteBackend.run`` and ``write``).
@@ -23,10 +27,10 @@ from ._backend import BackendError as BackendError
 from ._backend import BackendUrl as BackendUrl
 from ._backend import MemoryBackend as MemoryBackend
 from ._backend import parse_url as parse_url
+from ._sqlite import BUSY_TIMEOUT, check_file
 from ._sqlite import SqliteBackend as SqliteBackend
 from ._sqlite import SqliteDatabase as SqliteDatabase
 from ._sqlite import StorageUnavailable as StorageUnavailable
-from ._sqlite import check_file
 
 __all__ = [
     "DEFAULT_URL",
@@ -61,6 +65,7 @@ async def open_backend(url: str | Backend | None = None) -> AsyncIterator[Backen
         parsed.path,
         lease=parsed.number("lease", SqliteBackend.DEFAULT_LEASE),
         poll=parsed.number("poll", SqliteBackend.DEFAULT_POLL),
+        busy_timeout=parsed.number("timeout", BUSY_TIMEOUT),
     ) as backend:
         yield backend
 

@@ -1,21 +1,26 @@
 """The TaskStore contract, as a reusable suite: every store in STORES must pass all of it.
 
-A new store (durable, shared, ...) joins by adding a zero-argument factory to ``STORES``.
+A new store (durable, shared, ...) joins by adding to ``STORES`` a function that takes a
+scratch directory and returns a zero-argument factory of fresh, empty stores.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import itertools
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
 from task_records import record
 
+from presa_trio.backends import SqliteDatabase
 from presa_trio.errors import CapacityExceeded
+from presa_trio.ext.tasks._sqlite_store import SqliteTaskStore
 from presa_trio.ext.tasks._states import (
     CancelRequested,
     Completed,
@@ -29,7 +34,21 @@ from presa_trio.ext.tasks.testing import check_task_store
 
 StoreFactory = Callable[[], TaskStore]
 
-STORES: list[Any] = [pytest.param(MemoryTaskStore, id="memory")]
+
+def memory_stores(scratch: Path) -> StoreFactory:
+    return MemoryTaskStore
+
+
+def sqlite_stores(scratch: Path) -> StoreFactory:
+    """Each store its own file (a fresh, empty database) in ``scratch``."""
+    made = itertools.count()
+    return lambda: SqliteTaskStore(SqliteDatabase(str(scratch / f"tasks-{next(made)}.db")))
+
+
+STORES: list[Any] = [
+    pytest.param(memory_stores, id="memory"),
+    pytest.param(sqlite_stores, id="sqlite"),
+]
 
 T0 = 1_700_000_000_000
 UNLIMITED = Limits(max_tasks=None, max_stored_per_principal=None, max_active_per_principal=None)
@@ -37,8 +56,8 @@ RESULT: dict[str, Any] = {"content": [{"type": "text", "text": "done"}], "isErro
 
 
 @pytest.fixture(params=STORES)
-def store_factory(request: pytest.FixtureRequest) -> StoreFactory:
-    factory: StoreFactory = request.param
+def store_factory(request: pytest.FixtureRequest, tmp_path: Path) -> StoreFactory:
+    factory: StoreFactory = request.param(tmp_path)
     return factory
 
 
@@ -315,10 +334,9 @@ async def test_records_are_plain_data(store: TaskStore) -> None:
         assert sorted(as_dict["used_keys"]) == ["a"]
 
 
-@pytest.mark.parametrize("factory", STORES)
-async def test_check_task_store_passes(factory: StoreFactory) -> None:
+async def test_check_task_store_passes(store_factory: StoreFactory) -> None:
     """The shipped contract checker (``presa_trio.ext.tasks.testing``) agrees with this suite."""
-    await check_task_store(lambda: contextlib.nullcontext(factory()))
+    await check_task_store(lambda: contextlib.nullcontext(store_factory()))
 
 
 class LoseyStore:

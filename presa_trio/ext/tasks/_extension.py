@@ -8,6 +8,7 @@ and the run's store. It imports only public presa_trio modules.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import secrets
@@ -145,7 +146,7 @@ class TasksExtension(Extension):
             task_status.started(_Run(context, store, runner))
             while True:
                 await trio.sleep(self.reap_interval)
-                with error_boundary("the task reaper", logger):
+                with error_boundary("the task reaper", logger), _store_down_is_logged():
                     # Past its TTL a task is already unknown to every request (``_find``);
                     # the reaper deletes it a grace later, so that the runner of a task
                     # still running records (and announces) its expiry before it is gone.
@@ -160,7 +161,7 @@ class TasksExtension(Extension):
         lost = InternalError("The worker running this task was lost").to_error()
         while True:
             await trio.sleep(lease / 4)
-            with error_boundary("the lost-worker reaper", logger):
+            with error_boundary("the lost-worker reaper", logger), _store_down_is_logged():
                 for task_id in await store.orphans(self.now_ms(), int(lease * 1000)):
                     await runner.commit(task_id, Failed(lost))
 
@@ -319,6 +320,11 @@ class TasksExtension(Extension):
         if not record.terminal:
             await run.runner.cancel(record.task_id, record.owner)
         return {}
+
+
+def _store_down_is_logged() -> contextlib.AbstractContextManager[None]:
+    """A store that is down was reported (once) where it failed: the next round retries."""
+    return contextlib.suppress(ServiceUnavailable)
 
 
 def _store_for(backend: Backend) -> TaskStore:

@@ -247,7 +247,9 @@ class TaskRunner:
                 return
             except Exception as exc:
                 if pause is None:
-                    logger.error("recording the outcome of task %s failed", task_id, exc_info=exc)
+                    # a store that is down reported itself; anything else is a bug to show
+                    trace = None if isinstance(exc, ServiceUnavailable) else exc
+                    logger.error("recording the outcome of task %s failed", task_id, exc_info=trace)
                     self._unsettled[task_id] = outcome
                     await trio.lowlevel.checkpoint()
                     return

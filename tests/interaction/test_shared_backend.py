@@ -1,0 +1,240 @@
+"""Two workers sharing one SQLite backend, in process: two runs of one server, each with its
+own backend handle, runner and bus, as two hypercorn workers have (tests/e2e has the real
+processes). Every request goes to the worker the test names, so each cross-worker path is
+taken for certain: create on A, read, answer and cancel on B.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from presa_trio import Context, Server
+from presa_trio.ext.tasks import Limits, TasksExtension
+from presa_trio.mrtr import elicit
+from presa_trio.testing import Client, RpcError, open_client
+
+TASKS = {"extensions": {"io.modelcontextprotocol/tasks": {}}, "elicitation": {}}
+QUESTION = elicit("Go?", {"go": {"type": "boolean"}}, ["go"])
+YES = {"action": "accept", "content": {"go": True}}
+
+
+def build(events: list[str], limits: Limits | None = None) -> Server:
+    server = Server("shared", "1")
+    server.add_extension(TasksExtension(poll_interval_ms=10, limits=limits, reap_interval=0.05))
+
+    @server.tool(options={"tasks": "optional"})
+    async def sleeper() -> str:
+        """Sleeps; its cleanup takes a while and says when it finished."""
+        try:
+            await trio.sleep(60)
+        finally:
+            with trio.CancelScope(shield=True):
+                await trio.sleep(0.2)
+                events.append("cleaned up")
+        return "woke"
+
+    @server.tool(options={"tasks": "optional"})
+    async def asker(ctx: Context) -> str:
+        """Asks one question, as a task parks on it."""
+        answer = await ctx.input({"go": QUESTION})
+        return f"go={answer['go']['content']['go']}"
+
+    @server.resource("test://doc")
+    def doc() -> str:
+        """A document whose updates listeners follow."""
+        return "text"
+
+    @server.tool()
+    async def question(ctx: Context) -> str:
+        """Asks one question, as a plain call does: by MRTR rounds."""
+        answer = await ctx.input({"go": QUESTION})
+        return f"go={answer['go']['content']['go']}"
+
+    @server.tool()
+    def announce(ctx: Context) -> int:
+        """Announce a tool-list change and a resource update from this worker."""
+        ctx.runtime.notify_resource_updated("test://doc")
+        return ctx.runtime.notify_tools_changed()
+
+    return server
+
+
+@pytest.fixture
+def url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path}/shared.db?poll=0.005&lease=0.4&timeout=0.2"
+
+
+Workers = Callable[..., AbstractAsyncContextManager[tuple[Client, Client]]]
+
+
+@asynccontextmanager
+async def two_workers(server: Server, url: str) -> AsyncIterator[tuple[Client, Client]]:
+    async with (
+        open_client(server.asgi_app(backend=url), capabilities=TASKS) as a,
+        open_client(server.asgi_app(backend=url), capabilities=TASKS) as b,
+    ):
+        assert a.app is not b.app
+        yield a, b
+
+
+async def wait_status(client: Client, task_id: str, *statuses: str) -> dict[str, Any]:
+    with trio.fail_after(5):
+        return await client.wait_task(task_id, statuses)
+
+
+async def test_a_task_made_on_one_worker_is_read_answered_and_finished_on_another(
+    url: str,
+) -> None:
+    async with two_workers(build([]), url) as (a, b):
+        task_id = await a.create_task("asker")
+        parked = await wait_status(b, task_id, "input_required")
+        assert parked["inputRequests"] == {"go": QUESTION}
+        ack = await b.update_task(task_id, {"go": YES})
+        assert "_meta" not in ack or "io.github.presa-trio/ignoredInputKeys" not in ack["_meta"]
+        done = await wait_status(b, task_id, "completed", "failed")
+        assert done["status"] == "completed"
+        assert done["result"]["content"] == [{"type": "text", "text": "go=True"}]
+        assert await a.get_task(task_id) == done
+
+
+async def test_an_answer_nobody_waits_for_is_reported_ignored_across_workers(url: str) -> None:
+    async with two_workers(build([]), url) as (a, b):
+        task_id = await a.create_task("asker")
+        await wait_status(b, task_id, "input_required")
+        ack = await b.update_task(task_id, {"go": YES, "other": YES})
+        assert ack["_meta"]["io.github.presa-trio/ignoredInputKeys"] == ["other"]
+        await wait_status(a, task_id, "completed")
+
+
+async def test_cancel_on_another_worker_reaches_the_scope_and_acks_after_cleanup(
+    url: str,
+) -> None:
+    events: list[str] = []
+    async with two_workers(build(events), url) as (a, b):
+        task_id = await a.create_task("sleeper")
+        assert (await b.get_task(task_id))["status"] == "working"
+        await b.cancel_task(task_id)
+        assert events == ["cleaned up"], "the ack came before the owner's cleanup finished"
+        assert (await b.get_task(task_id))["status"] == "cancelled"
+        assert (await a.get_task(task_id))["status"] == "cancelled"
+
+
+async def test_mrtr_round_two_verifies_on_another_worker_and_after_a_restart(url: str) -> None:
+    server = build([])
+    async with two_workers(server, url) as (a, b):
+        asked = await a.call_tool("question", {})
+        assert asked["resultType"] == "input_required"
+        state = asked["requestState"]
+        done = await b.call_tool("question", {}, input_responses={"go": YES}, request_state=state)
+        assert done["content"] == [{"type": "text", "text": "go=True"}]
+    async with open_client(server.asgi_app(backend=url), capabilities=TASKS) as again:
+        done = await again.call_tool(
+            "question", {}, input_responses={"go": YES}, request_state=state
+        )
+        assert done["content"] == [{"type": "text", "text": "go=True"}]
+
+
+async def test_changes_announced_on_one_worker_reach_listeners_on_the_other(url: str) -> None:
+    async with two_workers(build([]), url) as (a, b):
+        wanted = {"toolsListChanged": True, "resourceSubscriptions": ["test://"]}
+        async with b.listen(wanted) as stream:
+            first = await stream.next()
+            assert first["method"] == "notifications/subscriptions/acknowledged"
+            for _ in range(3):
+                local = await a.call_tool("announce", {})
+                assert local["content"] == [{"type": "text", "text": "0"}]  # none listen on A
+                seen = set()
+                with trio.fail_after(5):
+                    while len(seen) < 2:
+                        seen.add((await stream.next())["method"])
+                assert seen == {
+                    "notifications/tools/list_changed",
+                    "notifications/resources/updated",
+                }
+
+
+async def test_task_notifications_reach_a_listener_on_another_worker(url: str) -> None:
+    async with two_workers(build([]), url) as (a, b):
+        task_id = await a.create_task("asker")
+        await wait_status(a, task_id, "input_required")
+        async with b.listen({"taskIds": [task_id]}) as stream:
+            ack = await stream.next()
+            assert ack["params"]["notifications"] == {"taskIds": [task_id]}
+            await a.update_task(task_id, {"go": YES})
+            with trio.fail_after(5):
+                while True:
+                    note = await stream.next()
+                    assert note["method"] == "notifications/tasks"
+                    if note["params"]["status"] == "completed":
+                        break
+            task = await b.get_task(task_id)
+            shown = {k: v for k, v in task.items() if k not in ("resultType", "_meta")}
+            assert {k: v for k, v in note["params"].items() if k != "_meta"} == shown
+
+
+async def test_capacity_limits_hold_across_workers(url: str) -> None:
+    limits = Limits(max_tasks=3, max_stored_per_principal=None, max_active_per_principal=None)
+    async with two_workers(build([], limits), url) as (a, b):
+        await a.create_task("asker")
+        await b.create_task("asker")
+        await a.create_task("asker")
+        for client in (a, b):
+            with pytest.raises(RpcError) as refused:
+                await client.create_task("asker")
+            assert refused.value.status == 503
+            assert refused.value.data == {"retryable": True, "limit": "max_tasks"}
+
+
+async def test_a_finished_task_survives_a_restart(url: str) -> None:
+    server = build([])
+    async with two_workers(server, url) as (a, _):
+        task_id = await a.create_task("asker")
+        await wait_status(a, task_id, "input_required")
+        await a.update_task(task_id, {"go": YES})
+        done = await wait_status(a, task_id, "completed")
+    async with open_client(server.asgi_app(backend=url), capabilities=TASKS) as again:
+        assert await again.get_task(task_id) == done
+
+
+async def test_a_locked_database_is_a_retryable_503_and_the_server_recovers(
+    url: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with two_workers(build([]), url) as (a, _):
+        task_id = await a.create_task("asker")
+        await wait_status(a, task_id, "input_required")
+        holder = sqlite3.connect(tmp_path / "shared.db", isolation_level=None)
+        holder.execute("BEGIN EXCLUSIVE")  # another process holds the write lock too long
+        try:
+            with pytest.raises(RpcError) as failed:
+                await a.create_task("asker")
+            assert failed.value.status == 503
+            assert (failed.value.code, failed.value.message) == (
+                -32603,
+                "Shared state is unavailable; retry later",
+            )
+            assert failed.value.data == {"retryable": True}
+            # WAL: readers never wait for the writer, so reading still works meanwhile
+            assert (await a.get_task(task_id))["status"] == "input_required"
+            assert [t["name"] for t in await a.list_tools()] == [
+                "announce",
+                "asker",
+                "question",
+                "sleeper",
+            ]
+        finally:
+            holder.execute("ROLLBACK")
+            holder.close()
+        assert (await a.get_task(task_id))["status"] == "input_required"
+        await a.create_task("asker")
+    assert not [r for r in caplog.records if r.exc_info], "a database fault logged a traceback"
+    assert not any(
+        str(tmp_path) in r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING
+    )
