@@ -129,12 +129,14 @@ def parse_url(url: str) -> BackendUrl:
             )
         if not parts.path.startswith("/") or parts.path.endswith("/"):
             raise BackendError(f"a sqlite store needs an absolute file path, got {url!r}")
+        # sqlite:///var/x.db and sqlite:////var/x.db both name /var/x.db
+        path = "/" + parts.path.lstrip("/")
         options = dict(parse_qsl(parts.query, keep_blank_values=True))
         unknown = sorted(set(options) - {"lease", "poll", "timeout"})
         if unknown:
             raise BackendError(
                 f"unknown sqlite store options {unknown}: known are lease, poll, timeout"
             )
-        return BackendUrl("sqlite", parts.path, options)
+        return BackendUrl("sqlite", path, options)
     scheme = parts.scheme or url
     raise BackendError(f"unknown store {scheme!r}: use memory: or sqlite:///ABSOLUTE/PATH.db")

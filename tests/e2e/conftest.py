@@ -9,7 +9,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,20 +54,27 @@ class Served:
 
 @contextmanager
 def running(
-    app: str, extra_path: Path | None = None, log_path: Path | None = None
+    app: str,
+    extra_path: Path | None = None,
+    log_path: Path | None = None,
+    *,
+    args: Sequence[str] = (),
+    env: Mapping[str, str] | None = None,
+    port: int | None = None,
 ) -> Iterator[Served]:
     """Run ``app`` under hypercorn's trio worker on 127.0.0.1 until the block ends.
 
-    The output goes to ``log_path`` (a temporary file when not given). At the end whatever
+    ``args`` go to hypercorn (``--workers 3``, say), ``env`` adds to the environment. The
+    output goes to ``log_path`` (a temporary file when not given). At the end whatever
     still runs is stopped: SIGTERM to the whole process group, then SIGKILL.
     """
     with tempfile.TemporaryDirectory() as scratch:
         if log_path is None:
             log_path = Path(scratch) / "server.log"
-        port = free_port()
-        env = dict(os.environ)
+        port = port or free_port()
+        environ = {**os.environ, **(env or {})}
         paths = [str(ROOT)] + ([str(extra_path)] if extra_path else [])
-        env["PYTHONPATH"] = os.pathsep.join([*paths, env.get("PYTHONPATH", "")])
+        environ["PYTHONPATH"] = os.pathsep.join([*paths, environ.get("PYTHONPATH", "")])
         # A file, not a pipe: a chatty server must never block on a full pipe.
         with open(log_path, "ab") as log:
             process = subprocess.Popen(
@@ -79,10 +86,11 @@ def running(
                     "trio",
                     "--bind",
                     f"127.0.0.1:{port}",
+                    *args,
                     app,
                 ],
                 cwd=ROOT,
-                env=env,
+                env=environ,
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,

@@ -279,3 +279,50 @@ def test_a_unix_or_fd_bind_is_passed_through_and_a_bad_one_refused() -> None:
     held = socket.create_server(("127.0.0.1", port))
     with held, pytest.raises(SystemExit, match=r"^presa-trio: cannot listen on 127\.0\.0\.1:"):
         _listening(f"127.0.0.1:{port}", 2.0)
+
+
+@pytest.mark.parametrize(
+    ("store", "line"),
+    [
+        ("bogus:", "presa-trio: unknown store 'bogus': use memory: or sqlite:///ABSOLUTE/PATH.db"),
+        (
+            "sqlite:///no/such/dir/x.db",
+            "presa-trio: cannot use the sqlite store /no/such/dir/x.db: no directory /no/such/dir",
+        ),
+    ],
+)
+def test_serve_refuses_an_unusable_store_before_it_listens(store: str, line: str) -> None:
+    port = free_port()
+    flag = presa(
+        "serve", "examples.weather:server", "--http", f"127.0.0.1:{port}", "--store", store
+    )
+    assert (flag.returncode, flag.stderr) == (2, line + "\n")
+    with socket.socket() as probe:  # nothing was listening, and nothing is
+        assert probe.connect_ex(("127.0.0.1", port)) != 0
+    env = {**os.environ, "PRESA_STORE": store}
+    from_env = subprocess.run(
+        [sys.executable, "-m", "presa_trio", "serve", "examples.weather:server", "--stdio"],
+        cwd=ROOT,
+        env=env,
+        input="",
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert (from_env.returncode, from_env.stderr) == (2, line + "\n")
+
+
+def test_serve_with_a_sqlite_store_answers_and_keeps_its_file(tmp_path: Path) -> None:
+    request = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": META}}
+    result = presa(
+        "serve",
+        "examples.weather:server",
+        "--stdio",
+        "--store",
+        f"sqlite:///{tmp_path}/state.db",
+        stdin=json.dumps(request) + "\n",
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["result"]["tools"]
+    assert (tmp_path / "state.db").is_file()

@@ -23,12 +23,25 @@ TIMEOUT_S = 900
 
 @pytest.mark.conformance
 def test_conformance_runner_is_clean() -> None:
+    score()
+
+
+@pytest.mark.conformance
+def test_conformance_runner_is_clean_with_three_workers_sharing_sqlite(tmp_path: Path) -> None:
+    """The same run against ``hypercorn --workers 3`` with ``PRESA_STORE=sqlite:///...``:
+    every request may land on another worker, and the score must not change."""
+    score("--workers", "3", PRESA_STORE=f"sqlite:///{tmp_path}/conformance.db")
+
+
+def score(*args: str, **environment: str) -> None:
     assert SCRIPT.is_file(), f"missing {SCRIPT}"
     env = dict(os.environ)
     env["PYTHON"] = sys.executable
     env.pop("PRESA_ROOT", None)
+    env.pop("PRESA_STORE", None)
+    env.update(environment)
     proc = subprocess.Popen(
-        [sys.executable, str(SCRIPT)],
+        [sys.executable, str(SCRIPT), *args],
         cwd=REPO_ROOT,
         env=env,
         stdin=subprocess.DEVNULL,

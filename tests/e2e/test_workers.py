@@ -1,0 +1,269 @@
+"""Many workers behave as one server: ``hypercorn --worker-class trio --workers 3`` on
+127.0.0.1 sharing one SQLite file (``PRESA_STORE``), every request on a new connection, as
+behind a load balancer. The kernel spreads connections over the workers, so a request lands
+on another worker than the one before it two times in three.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+from conftest import ROOT, Served, running
+from live_http import mcp_request, open_exchange, request
+
+TASKS = {"extensions": {"io.modelcontextprotocol/tasks": {}}, "elicitation": {}}
+YES = {"action": "accept", "content": {"go": True}}
+LEASE = 2.0
+HERE = ROOT / "tests" / "e2e"
+
+
+class Cluster:
+    def __init__(self, served: Served, records: Path) -> None:
+        self.served = served
+        self.port = served.port
+        self.records = records
+
+    async def rpc(self, method: str, params: dict[str, Any], name: str | None = None) -> Any:
+        """One request on a new connection; the JSON-RPC result (errors fail the test)."""
+        body, headers = mcp_request(method, params, capabilities=TASKS)
+        if name is not None:
+            headers.append(("mcp-name", name))
+        response = await request(self.port, body, headers)
+        final = response.messages[-1]
+        assert "result" in final, (response.status, final)
+        return final["result"]
+
+    async def task(self, method: str, task_id: str, **params: Any) -> Any:
+        return await self.rpc(method, {"taskId": task_id, **params}, task_id)
+
+    async def create(self, tool: str, tag: str) -> str:
+        created = await self.rpc("tools/call", {"name": tool, "arguments": {"tag": tag}})
+        assert created["resultType"] == "task", created
+        task_id: str = created["taskId"]
+        return task_id
+
+    async def until(self, task_id: str, *statuses: str, within: float = 10) -> Any:
+        with trio.fail_after(within):
+            while True:
+                task = await self.task("tasks/get", task_id)
+                if task["status"] in statuses:
+                    return task
+                await trio.sleep(0.02)
+
+    def pid_of(self, tag: str) -> int:
+        return int((self.records / f"{tag}.pid").read_text())
+
+    async def pids(self, calls: int = 30) -> set[int]:
+        return {await self.whoami() for _ in range(calls)}
+
+    async def whoami(self) -> int:
+        answer = await self.rpc("tools/call", {"name": "whoami", "arguments": {}})
+        pid: int = json.loads(answer["content"][0]["text"])["pid"]
+        return pid
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[Cluster]:
+    records = tmp_path / "records"
+    records.mkdir()
+    env = {
+        "PRESA_STORE": f"sqlite:///{tmp_path}/shared.db?lease={LEASE}",
+        "WORKERS_DIR": str(records),
+    }
+    with running("workers_app:app", HERE, args=("--workers", "3"), env=env) as served:
+        cluster = Cluster(served, records)
+        trio.run(_warm, cluster)
+        yield cluster
+
+
+async def _warm(cluster: Cluster, workers: int = 3) -> None:
+    """Until every worker answers (each opens its backend at its own pace)."""
+    with trio.fail_after(30):
+        while len(await cluster.pids(10)) < workers:  # noqa: ASYNC110
+            await trio.sleep(0.1)
+
+
+async def test_tasks_are_created_read_answered_and_cancelled_on_any_worker(
+    cluster: Cluster,
+) -> None:
+    parked = [await cluster.create("asker", f"ask{n}") for n in range(6)]
+    running_ = [await cluster.create("sleeper", f"sleep{n}") for n in range(6)]
+    owners = {cluster.pid_of(f"ask{n}") for n in range(6)} | {
+        cluster.pid_of(f"sleep{n}") for n in range(6)
+    }
+    assert len(owners) >= 2, "the tasks all ran on one worker: nothing crossed"
+    for task_id in parked + running_:
+        for _ in range(6):  # every worker finds every task
+            assert (await cluster.task("tasks/get", task_id))["taskId"] == task_id
+    for n, task_id in enumerate(parked):
+        await cluster.until(task_id, "input_required")
+        ack = await cluster.task("tasks/update", task_id, inputResponses={"go": YES})
+        assert "io.github.presa-trio/ignoredInputKeys" not in ack.get("_meta", {})
+        done = await cluster.until(task_id, "completed", "failed")
+        assert done["result"]["content"] == [
+            {"type": "text", "text": f"go=True on {cluster.pid_of(f'ask{n}')}"}
+        ]
+    for n, task_id in enumerate(running_):
+        await cluster.task("tasks/cancel", task_id)
+        acked = time.time()
+        cleaned = cluster.records / f"sleep{n}.cleaned"
+        assert cleaned.exists(), "tasks/cancel was acknowledged before the owner's cleanup"
+        assert float(cleaned.read_text()) <= acked
+        assert (await cluster.task("tasks/get", task_id))["status"] == "cancelled"
+
+
+async def test_mrtr_rounds_on_different_connections(cluster: Cluster) -> None:
+    for _ in range(10):
+        asked = await cluster.rpc("tools/call", {"name": "question", "arguments": {}})
+        assert asked["resultType"] == "input_required"
+        params = {
+            "name": "question",
+            "arguments": {},
+            "inputResponses": {"go": YES},
+            "requestState": asked["requestState"],
+        }
+        done = await cluster.rpc("tools/call", params)
+        assert done["content"] == [{"type": "text", "text": "go=True"}]
+
+
+async def test_a_listener_hears_changes_made_on_ten_other_connections(cluster: Cluster) -> None:
+    body, headers = mcp_request(
+        "subscriptions/listen", {"notifications": {"toolsListChanged": True}}, capabilities=TASKS
+    )
+    async with open_exchange(cluster.port, body, headers) as stream:
+        ack = await stream.next_message()
+        assert ack["method"] == "notifications/subscriptions/acknowledged"
+        for _ in range(10):
+            await cluster.rpc("tools/call", {"name": "announce", "arguments": {}})
+            with trio.fail_after(5):
+                change = await stream.next_message()
+            assert change["method"] == "notifications/tools/list_changed"
+
+
+async def test_a_listener_on_a_task_hears_its_notifications(cluster: Cluster) -> None:
+    task_id = await cluster.create("asker", "listened")
+    await cluster.until(task_id, "input_required")
+    body, headers = mcp_request(
+        "subscriptions/listen", {"notifications": {"taskIds": [task_id]}}, capabilities=TASKS
+    )
+    async with open_exchange(cluster.port, body, headers) as stream:
+        ack = await stream.next_message()
+        assert ack["params"]["notifications"] == {"taskIds": [task_id]}
+        await cluster.task("tasks/update", task_id, inputResponses={"go": YES})
+        seen = []
+        with trio.fail_after(10):
+            while not seen or seen[-1]["status"] != "completed":
+                note = await stream.next_message()
+                assert note["method"] == "notifications/tasks"
+                seen.append({k: v for k, v in note["params"].items() if k != "_meta"})
+        final = await cluster.task("tasks/get", task_id)
+        assert seen[-1] == {k: v for k, v in final.items() if k not in ("resultType", "_meta")}
+
+
+async def park_and_run(cluster: Cluster, prefix: str) -> dict[int, dict[str, str]]:
+    """Tasks until one worker (pid) both runs a sleeper and parks an asker: pid -> tool ->
+    task id."""
+    tags: dict[int, dict[str, str]] = {}
+    with trio.fail_after(30):
+        n = 0
+        while not any(len(kinds) == 2 for kinds in tags.values()):
+            n += 1
+            for tool in ("sleeper", "asker"):
+                tag = f"{prefix}{tool}{n}"
+                task_id = await cluster.create(tool, tag)
+                if tool == "asker":
+                    await cluster.until(task_id, "input_required")
+                tags.setdefault(cluster.pid_of(tag), {})[tool] = task_id
+    return tags
+
+
+LOST = {"code": -32603, "message": "The worker running this task was lost"}
+
+
+async def test_a_killed_instance_s_tasks_fail_within_the_lease_and_the_other_serves_on(
+    tmp_path: Path,
+) -> None:
+    """Two hypercorn instances (one worker each) on one file: SIGKILL the one that runs and
+    parks tasks; the other fails them within lease + lease/4 and keeps serving."""
+    records = tmp_path / "records"
+    records.mkdir()
+    env = {
+        "PRESA_STORE": f"sqlite:///{tmp_path}/shared.db?lease={LEASE}",
+        "WORKERS_DIR": str(records),
+    }
+    with (
+        running("workers_app:app", HERE, env=env) as one,
+        running("workers_app:app", HERE, env=env) as two,
+    ):
+        a, b = Cluster(one, records), Cluster(two, records)
+        await _warm(a, 1)
+        await _warm(b, 1)
+        tags = await park_and_run(a, "a")
+        ((victim, doomed),) = tags.items()
+        os.kill(victim, signal.SIGKILL)
+        killed = time.monotonic()
+        for task_id in doomed.values():
+            failed = await b.until(task_id, "failed", within=LEASE * 1.25 + 5)
+            assert failed["error"] == LOST
+        assert time.monotonic() - killed <= LEASE * 1.25 + 2.5
+        for _ in range(10):  # the other instance serves on
+            assert await b.whoami() != victim
+
+
+async def test_under_one_hypercorn_a_killed_worker_s_tasks_fail_at_the_next_start(
+    tmp_path: Path,
+) -> None:
+    """hypercorn's supervisor stops every worker when one dies with a non-zero status
+    (hypercorn 0.18 ``run``: it sets its shutdown event and terminates them at once, with
+    a SIGTERM its workers do not handle). So every worker of that run is lost, and the next
+    start finds their leases lapsed and fails all their unfinished tasks."""
+    records = tmp_path / "records"
+    records.mkdir()
+    env = {
+        "PRESA_STORE": f"sqlite:///{tmp_path}/shared.db?lease={LEASE}",
+        "WORKERS_DIR": str(records),
+    }
+    with running("workers_app:app", HERE, args=("--workers", "3"), env=env) as served:
+        cluster = Cluster(served, records)
+        await _warm(cluster)
+        tags = await park_and_run(cluster, "w")
+        victim, doomed = next((pid, kinds) for pid, kinds in tags.items() if len(kinds) == 2)
+        siblings = [t for pid, kinds in tags.items() if pid != victim for t in kinds.values()]
+        os.kill(victim, signal.SIGKILL)
+        served.process.wait(timeout=30)  # hypercorn stops the rest, and exits
+    with running("workers_app:app", HERE, args=("--workers", "3"), env=env) as served:
+        again = Cluster(served, records)
+        await _warm(again)
+        for task_id in doomed.values():
+            failed = await again.until(task_id, "failed", within=LEASE * 1.25 + 5)
+            assert failed["error"] == LOST
+        for task_id in siblings:
+            failed = await again.until(task_id, "failed", within=LEASE * 1.25 + 5)
+            assert failed["error"] == LOST
+
+
+async def test_a_finished_task_survives_a_full_restart(tmp_path: Path) -> None:
+    records = tmp_path / "records"
+    records.mkdir()
+    env = {"PRESA_STORE": f"sqlite:///{tmp_path}/shared.db", "WORKERS_DIR": str(records)}
+    with running("workers_app:app", HERE, args=("--workers", "2"), env=env) as served:
+        first = Cluster(served, records)
+        task_id = await first.create("asker", "before")
+        await first.until(task_id, "input_required")
+        await first.task("tasks/update", task_id, inputResponses={"go": YES})
+        done = await first.until(task_id, "completed")
+        assert served.stop() == 0
+    assert done["result"]["content"][0]["text"].startswith("go=True")
+    with running("workers_app:app", HERE, args=("--workers", "2"), env=env) as served:
+        again = Cluster(served, records)
+        await _warm(again, workers=2)
+        for _ in range(6):  # whichever worker answers
+            assert await again.task("tasks/get", task_id) == done

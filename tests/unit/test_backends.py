@@ -1,0 +1,211 @@
+"""Backend URLs, and the SQLite backend's own parts: the shared key, signals between workers,
+leases. (Tasks across workers: tests/interaction/test_shared_backend.py and tests/e2e.)"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+import trio.lowlevel
+
+from presa_trio import Server
+from presa_trio.backends import (
+    BackendError,
+    BackendUrl,
+    MemoryBackend,
+    SqliteBackend,
+    check_url,
+    open_backend,
+    parse_url,
+)
+from presa_trio.ext.tasks._sqlite_store import SqliteTaskStore
+from presa_trio.ext.tasks._states import Status, TaskRecord
+from presa_trio.ext.tasks._store import Limits
+
+# ------------------------------------------------------------------------------ URLs
+
+
+@pytest.mark.parametrize(
+    ("url", "parsed"),
+    [
+        ("memory:", BackendUrl("memory", "", {})),
+        ("memory://", BackendUrl("memory", "", {})),
+        ("sqlite:///var/lib/presa/state.db", BackendUrl("sqlite", "/var/lib/presa/state.db", {})),
+        (
+            "sqlite:////tmp/s.db?lease=3&poll=0.02&timeout=1",
+            BackendUrl("sqlite", "/tmp/s.db", {"lease": "3", "poll": "0.02", "timeout": "1"}),
+        ),
+    ],
+)
+def test_a_backend_url_parses(url: str, parsed: BackendUrl) -> None:
+    assert parse_url(url) == parsed
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("redis://localhost/0", "unknown store 'redis': use memory: or sqlite:///ABSOLUTE/PATH.db"),
+        ("nonsense", "unknown store 'nonsense': use memory: or sqlite:///ABSOLUTE/PATH.db"),
+        (
+            "sqlite://host/x.db",
+            "a sqlite store URL has no host: sqlite:///ABSOLUTE/PATH.db, got 'sqlite://host/x.db'",
+        ),
+        ("sqlite:state.db", "a sqlite store needs an absolute file path, got 'sqlite:state.db'"),
+        ("sqlite:///tmp/", "a sqlite store needs an absolute file path, got 'sqlite:///tmp/'"),
+        (
+            "sqlite:///tmp/s.db?leese=3",
+            "unknown sqlite store options ['leese']: known are lease, poll, timeout",
+        ),
+    ],
+)
+def test_a_bad_backend_url_is_one_clear_line(url: str, message: str) -> None:
+    with pytest.raises(BackendError) as refused:
+        parse_url(url)
+    assert str(refused.value) == message
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [("soon", "store option lease='soon' is not a number"), ("0", "must be positive")],
+)
+def test_a_bad_option_value_is_refused(value: str, message: str) -> None:
+    with pytest.raises(BackendError, match=message):
+        parse_url(f"sqlite:///tmp/s.db?lease={value}").number("lease", 20.0)
+    assert parse_url("sqlite:///tmp/s.db").number("lease", 20.0) == 20.0
+
+
+def test_a_server_refuses_a_bad_backend_when_declared() -> None:
+    with pytest.raises(BackendError, match="unknown store 'mysql'"):
+        Server("x", backend="mysql://db/x")
+    with pytest.raises(BackendError, match="unknown store 'mysql'"):
+        Server("x").asgi_app(backend="mysql://db/x")
+
+
+def test_check_url_opens_the_file_or_says_why_not(tmp_path: Path) -> None:
+    check_url(f"sqlite:///{tmp_path}/ok.db")
+    assert (tmp_path / "ok.db").is_file()
+    check_url("memory:")
+    with pytest.raises(BackendError) as missing:
+        check_url(f"sqlite:///{tmp_path}/no/such/dir/x.db")
+    assert str(missing.value) == (
+        f"cannot use the sqlite store {tmp_path}/no/such/dir/x.db: no directory "
+        f"{tmp_path}/no/such/dir"
+    )
+    (tmp_path / "a-directory.db").mkdir()
+    with pytest.raises(BackendError, match=r"^cannot use the sqlite store .*a-directory\.db: "):
+        check_url(f"sqlite:///{tmp_path}/a-directory.db")
+    (tmp_path / "garbage.db").write_bytes(b"not a database, " * 100)
+    with pytest.raises(BackendError, match="file is not a database"):
+        check_url(f"sqlite:///{tmp_path}/garbage.db")
+
+
+# ------------------------------------------------------------------------------ memory
+
+
+async def test_the_memory_backend_shares_nothing() -> None:
+    async with open_backend() as backend:
+        assert isinstance(backend, MemoryBackend)
+        assert backend.shared is False
+        assert await backend.shared_key() is None
+        await backend.broadcast("bus", {"events": []})
+        assert await backend.call(backend.worker_id, "x", {}) is None
+    async with open_backend() as other:
+        assert other.worker_id != backend.worker_id
+
+
+# ------------------------------------------------------------------------------ sqlite
+
+
+def url_of(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path}/state.db?poll=0.005&lease=0.2"
+
+
+async def test_every_worker_gets_the_same_key_and_it_outlives_them(tmp_path: Path) -> None:
+    async with open_backend(url_of(tmp_path)) as one, open_backend(url_of(tmp_path)) as two:
+        assert isinstance(one, SqliteBackend)
+        key = await one.shared_key()
+        assert key is not None and len(key) == 32
+        assert await two.shared_key() == key
+        assert one.worker_id != two.worker_id
+    async with open_backend(url_of(tmp_path)) as later:
+        assert await later.shared_key() == key
+
+
+async def test_a_broadcast_reaches_every_other_worker_in_order(tmp_path: Path) -> None:
+    received: dict[str, list[Any]] = {"one": [], "two": [], "three": []}
+    async with (
+        open_backend(url_of(tmp_path)) as one,
+        open_backend(url_of(tmp_path)) as two,
+        open_backend(url_of(tmp_path)) as three,
+    ):
+        for name, backend in (("one", one), ("two", two), ("three", three)):
+            backend.on_broadcast("news", received[name].append)
+        for n in range(5):
+            await one.broadcast("news", {"n": n})
+        await two.broadcast("other topic", {"n": -1})
+        with trio.fail_after(5):
+            while len(received["two"]) < 5 or len(received["three"]) < 5:  # noqa: ASYNC110
+                await trio.sleep(0.01)
+        assert received["two"] == received["three"] == [{"n": n} for n in range(5)]
+        assert received["one"] == [], "a worker does not hear its own broadcasts"
+
+
+async def test_a_call_is_answered_by_the_worker_named(tmp_path: Path) -> None:
+    async with open_backend(url_of(tmp_path)) as one, open_backend(url_of(tmp_path)) as two:
+        asked: list[Any] = []
+
+        async def double(body: Any) -> dict[str, Any]:
+            asked.append(body)
+            await trio.lowlevel.checkpoint()
+            return {"twice": body["n"] * 2}
+
+        two.on_call("double", double)
+        with trio.fail_after(5):
+            assert await one.call(two.worker_id, "double", {"n": 21}) == {"twice": 42}
+        assert asked == [{"n": 21}]
+
+        async def broken(body: Any) -> dict[str, Any]:
+            await trio.lowlevel.checkpoint()
+            raise RuntimeError("boom")
+
+        two.on_call("broken", broken)
+        with trio.fail_after(5):
+            assert await one.call(two.worker_id, "broken", {}) is None
+        # A worker that is not there never answers: the caller's bound decides.
+        with trio.move_on_after(0.2) as waited:
+            await one.call("no-such-worker", "double", {"n": 1})
+        assert waited.cancelled_caught
+
+
+def task(task_id: str, owner: str) -> TaskRecord:
+    return TaskRecord(task_id, "p", "tool", Status.WORKING, 1, 1, None, None, owner=owner)
+
+
+async def test_orphans_are_the_unfinished_tasks_of_workers_gone_or_silent(tmp_path: Path) -> None:
+    unlimited = Limits(None, None, None)
+    async with open_backend(url_of(tmp_path)) as alive:
+        assert isinstance(alive, SqliteBackend)
+        store = SqliteTaskStore(alive.db)
+        async with open_backend(url_of(tmp_path)) as leaving:
+            await store.create(task("mine", alive.worker_id), unlimited)
+            await store.create(task("theirs", leaving.worker_id), unlimited)
+            finished = TaskRecord(
+                "done", "p", "tool", Status.COMPLETED, 1, 1, None, None, owner=leaving.worker_id
+            )
+            await store.create(finished, unlimited)
+            assert await store.orphans(_now(), 200) == []
+        assert await store.orphans(_now(), 200) == ["theirs"]  # it left
+        with sqlite3.connect(tmp_path / "state.db") as db:  # and a silent worker
+            db.execute("UPDATE presa_workers SET heartbeat_ms = 0")
+        assert sorted(await store.orphans(_now(), 200)) == ["mine", "theirs"]
+        with trio.fail_after(5):  # until it renews its lease (every lease/4)
+            while await store.orphans(_now(), 200) != ["theirs"]:  # noqa: ASYNC110
+                await trio.sleep(0.01)
+
+
+def _now() -> int:
+    return int(time.time() * 1000)
