@@ -14,6 +14,8 @@ import sqlite3
 from collections.abc import Callable
 from typing import Any, TypeVar, final
 
+import trio
+
 from ...backends import SqliteDatabase
 from ...errors import CapacityExceeded
 from ._states import Status, TaskRecord
@@ -86,6 +88,7 @@ class SqliteTaskStore:
 
     async def _prepare(self) -> None:
         if self._ready:
+            await trio.lowlevel.checkpoint()
             return
 
         def create(conn: sqlite3.Connection) -> None:
