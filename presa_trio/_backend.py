@@ -16,13 +16,15 @@ which one they have:
 - ``broadcast(topic, body)``: a message to every other worker, delivered to the handlers
   they registered with ``on_broadcast``;
 - ``call(worker_id, topic, body)``: ask one worker, through its ``on_call`` handler, and
-  wait for its answer (the caller bounds the wait).
+  wait for its answer (the caller bounds the wait);
+- ``attention()``: held while this worker expects signals, which then arrive promptly.
 """
 
 from __future__ import annotations
 
 import secrets
 from collections.abc import Awaitable, Callable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any, Protocol, final
 from urllib.parse import parse_qsl, urlsplit
@@ -61,6 +63,12 @@ class Backend(Protocol):
 
     def on_call(self, topic: str, handler: CallHandler) -> None: ...
 
+    def attention(self) -> AbstractContextManager[None]:
+        """Held while this worker expects signals (a listen stream is open, a task runs
+        here, a call waits for its answer): then they arrive within the backend's bound.
+        A worker that expects nothing may look for them far less often."""
+        ...
+
 
 def new_worker_id() -> str:
     return secrets.token_hex(8)
@@ -93,6 +101,9 @@ class MemoryBackend:
 
     def on_call(self, topic: str, handler: CallHandler) -> None:
         pass
+
+    def attention(self) -> AbstractContextManager[None]:
+        return nullcontext()
 
 
 @final

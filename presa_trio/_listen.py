@@ -51,24 +51,26 @@ async def listen(served: Served, ctx: Context, params: dict[str, Any]) -> dict[s
     """Hold one listen stream: the acknowledgement first, then matching notifications."""
     agreed = await agreed_filter(served, ctx, params["notifications"])
     tag = {dialect.META_SUBSCRIPTION_ID: ctx.request_id}
-    async with ctx.runtime.bus.listen(ctx.request_id, agreed) as listener:
-        ack = {"_meta": tag, "notifications": agreed}
-        await ctx.notify(notification_message("notifications/subscriptions/acknowledged", ack))
-        try:
-            while True:
-                with trio.move_on_after(KEEPALIVE_SECONDS) as quiet:
-                    event = await listener.receive()
-                if quiet.cancelled_caught:
-                    if ctx.keepalive is not None:
-                        await ctx.keepalive()
-                    continue
-                params = {**event.params, "_meta": tag}
-                await ctx.notify(notification_message(event.method, params))
-        except trio.EndOfChannel:  # the bus ended this stream: drained, or cut off
-            pass
-        if listener.overflowed:
-            logger.warning("listen stream %r fell behind and was cut off", ctx.request_id)
-            raise InternalError(
-                "Listen stream fell behind; notifications were lost", {"retryable": True}
-            )
+    # While a stream is open, the other workers' events reach this one promptly.
+    with ctx.runtime.backend.attention():
+        async with ctx.runtime.bus.listen(ctx.request_id, agreed) as listener:
+            ack = {"_meta": tag, "notifications": agreed}
+            await ctx.notify(notification_message("notifications/subscriptions/acknowledged", ack))
+            try:
+                while True:
+                    with trio.move_on_after(KEEPALIVE_SECONDS) as quiet:
+                        event = await listener.receive()
+                    if quiet.cancelled_caught:
+                        if ctx.keepalive is not None:
+                            await ctx.keepalive()
+                        continue
+                    params = {**event.params, "_meta": tag}
+                    await ctx.notify(notification_message(event.method, params))
+            except trio.EndOfChannel:  # the bus ended this stream: drained, or cut off
+                pass
+            if listener.overflowed:
+                logger.warning("listen stream %r fell behind and was cut off", ctx.request_id)
+                raise InternalError(
+                    "Listen stream fell behind; notifications were lost", {"retryable": True}
+                )
     return {"_meta": dict(tag)}

@@ -9,8 +9,10 @@ one transaction) and is answered as a retryable ``ServiceUnavailable``, never a 
 Signals between workers (bus events, a ``tasks/cancel`` or ``tasks/update`` for a task that
 runs elsewhere, and the answers to those) are rows of ``presa_messages``. Each worker watches
 the file with ``PRAGMA data_version``, which changes when another connection commits: a cheap
-read every ``poll`` seconds (10 ms by default) that fetches new rows only when there are any.
-A signal therefore crosses workers within one poll interval plus one read. Each worker also
+read that fetches new rows only when there are any, every ``poll`` seconds (10 ms by default)
+while the worker expects signals (a listen stream is open, a task runs there, or it waits for
+an answer), once a second otherwise. A signal therefore reaches a worker that expects it
+within one poll interval plus one read. Each worker also
 renews its row in ``presa_workers`` every quarter of its ``lease``; a worker whose row is
 older than the lease is lost, and its tasks are failed by whoever notices first.
 """
@@ -24,7 +26,7 @@ import os
 import secrets
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from typing import Any, ClassVar, TypeVar, final
 
@@ -42,6 +44,7 @@ T = TypeVar("T")
 SCHEMA_VERSION = 1
 BUSY_TIMEOUT = 5.0  # seconds a statement waits for another writer's lock
 MESSAGE_RETENTION_MS = 60_000
+IDLE_POLL = 1.0  # seconds between looks for signals while this worker expects none
 POOL_SIZE = 4
 
 _SCHEMA = (
@@ -231,6 +234,9 @@ class SqliteBackend:
         self._calls: dict[str, CallHandler] = {}
         self._replies: dict[str, tuple[trio.Event, list[Body | None]]] = {}
         self._watch_failing = False
+        self._attending = 0  # open listen streams, running tasks, calls awaiting answers
+        self._attentive_since = 0  # when the current run of attention began (ms)
+        self._wake = trio.Event()
         self._nursery: trio.Nursery | None = None
 
     # ------------------------------------------------------------------ lifetime
@@ -322,8 +328,9 @@ class SqliteBackend:
         box: list[Body | None] = []
         self._replies[call_id] = (arrived, box)
         try:
-            await self._send(worker_id, topic, {"id": call_id, "body": body})
-            await arrived.wait()
+            with self.attention():
+                await self._send(worker_id, topic, {"id": call_id, "body": body})
+                await arrived.wait()
         finally:
             del self._replies[call_id]
         return box[0]
@@ -340,9 +347,27 @@ class SqliteBackend:
 
         await self.db.run(insert)
 
+    @contextlib.contextmanager
+    def attention(self) -> Iterator[None]:
+        if not self._attending:
+            self._attentive_since = now_ms()
+            self._wake.set()
+        self._attending += 1
+        try:
+            yield
+        finally:
+            self._attending -= 1
+
     async def _watch_loop(self) -> None:
+        """Look for signals every ``poll`` seconds while this worker expects them, every
+        ``IDLE_POLL`` seconds otherwise (each look is a thread hop: cheap, not free)."""
         while True:
-            await trio.sleep(self.poll)
+            if self._attending:
+                await trio.sleep(self.poll)
+            else:
+                self._wake = trio.Event()
+                with trio.move_on_after(IDLE_POLL):
+                    await self._wake.wait()
             try:
                 messages = await trio.to_thread.run_sync(self._poll_once)
             except sqlite3.Error as exc:
@@ -354,11 +379,13 @@ class SqliteBackend:
                     self._watch = None
                 continue
             self._watch_failing = False
-            for origin, target, topic, text in messages:
+            for origin, target, topic, text, created in messages:
+                if target is None and created < self._attentive_since:
+                    continue  # news from before anyone here listened: not theirs
                 with error_boundary(f"the {topic} signal from worker {origin}", logger):
                     self._dispatch(origin, target, topic, json.loads(text))
 
-    def _poll_once(self) -> list[tuple[str, str | None, str, str]]:
+    def _poll_once(self) -> list[tuple[str, str | None, str, str, int]]:
         """New messages for this worker, when anyone committed since the last look."""
         if self._watch is None:
             self._watch = connect(self.path, self.db.busy_timeout)
@@ -367,15 +394,16 @@ class SqliteBackend:
             return []
         self._version = version
         rows = self._watch.execute(
-            "SELECT seq, origin, target, topic, body FROM presa_messages WHERE seq > ? "
+            "SELECT seq, origin, target, topic, body, created_ms FROM presa_messages "
+            "WHERE seq > ? "
             "ORDER BY seq",
             (self._last_seq,),
         ).fetchall()
         if rows:
             self._last_seq = rows[-1][0]
         return [
-            (origin, target, topic, body)
-            for _, origin, target, topic, body in rows
+            (origin, target, topic, body, created)
+            for _, origin, target, topic, body, created in rows
             if origin != self.worker_id and target in (None, self.worker_id)
         ]
 

@@ -16,6 +16,7 @@ import contextlib
 import logging
 import math
 from collections.abc import Awaitable, Callable, Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from typing import Any, final
 
@@ -215,6 +216,19 @@ class TaskRunner:
         except BaseException:
             del self._live[record.task_id]
             raise
+        # While it runs here, cancels and answers from other workers reach it promptly.
+        attention = self.backend.attention() if self.backend is not None else nullcontext()
+        with attention:
+            await self._live_task(record, work, answered, live, task_status)
+
+    async def _live_task(
+        self,
+        record: TaskRecord,
+        work: Work,
+        answered: dict[str, Any],
+        live: _Live,
+        task_status: trio.TaskStatus[None],
+    ) -> None:
         task_status.started()
         outcome: TaskEvent = Stopped()  # what stands if the runner itself is cancelled
         try:

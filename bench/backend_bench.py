@@ -1,0 +1,233 @@
+"""What sharing state costs: the SQLite backend beside the memory one, in one run.
+
+Three measurements, each printed as the median of ``--reps`` repetitions with their spread:
+
+1. tasks in process: create a task (a tool that returns at once) and read it back with one
+   ``tasks/get``, sequentially through the in-process test client, memory vs SQLite;
+2. cross-worker cancel latency: two runs of one server on one SQLite file (two workers in
+   one process, each with its own backend handle and its own poll loop); a task runs on A,
+   ``tasks/cancel`` goes to B; the latency is request sent on B -> ``trio.Cancelled``
+   delivered in the task's scope on A (and, beside it, the same cancel sent to A itself);
+3. plain ``tools/call`` over HTTP with wrk (conc 16) against the conformance fixture under
+   ``hypercorn --worker-class trio``: ``--workers 1`` memory, ``--workers 2`` memory and
+   ``--workers 2`` sharing SQLite, to show that non-task requests pay nothing for sharing.
+
+    PYTHONPATH=. .venv/bin/python bench/backend_bench.py            # all three, 3 reps
+    PYTHONPATH=. .venv/bin/python bench/backend_bench.py --skip-http
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import trio
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import http_bench
+
+from presa_trio import Server
+from presa_trio.ext.tasks import Limits, TasksExtension
+from presa_trio.testing import open_client
+
+TASKS = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
+
+
+def spread(values: list[float]) -> str:
+    return (
+        f"median {statistics.median(values):,.1f} (min {min(values):,.1f}, max {max(values):,.1f})"
+    )
+
+
+# ------------------------------------------------------------------ 1: tasks in process
+
+
+def task_server(cancelled_at: list[float] | None = None) -> Server:
+    server = Server("bench", "1")
+    unlimited = Limits(None, None, None)
+    server.add_extension(TasksExtension(poll_interval_ms=10, limits=unlimited))
+
+    @server.tool(options={"tasks": "optional"})
+    async def quick() -> str:
+        """Returns at once."""
+        await trio.lowlevel.checkpoint()
+        return "done"
+
+    @server.tool(options={"tasks": "optional"})
+    async def sleeper() -> str:
+        """Sleeps until cancelled; notes when the cancellation arrived."""
+        try:
+            await trio.sleep(3600)
+        except trio.Cancelled:
+            if cancelled_at is not None:
+                cancelled_at.append(time.perf_counter())
+            raise
+        return "woke"
+
+    return server
+
+
+async def create_and_get(url: str, count: int) -> float:
+    """Tasks created and read back per second."""
+    server = task_server()
+    async with open_client(server.asgi_app(backend=url), capabilities=TASKS) as client:
+        await client.get_task(await client.create_task("quick"))  # warm: tables, caches
+        started = time.perf_counter()
+        for _ in range(count):
+            await client.get_task(await client.create_task("quick"))
+        return count / (time.perf_counter() - started)
+
+
+# ------------------------------------------------------------------ 2: cancel latency
+
+
+async def cancel_latencies(url: str, samples: int, across: bool) -> list[float]:
+    """Milliseconds from tasks/cancel sent to Cancelled delivered in the task."""
+    cancelled_at: list[float] = []
+    server = task_server(cancelled_at)
+    out = []
+    async with (
+        open_client(server.asgi_app(backend=url), capabilities=TASKS) as a,
+        open_client(server.asgi_app(backend=url), capabilities=TASKS) as b,
+    ):
+        canceller = b if across else a
+        for _ in range(samples):
+            task_id = await a.create_task("sleeper")
+            await trio.sleep(0.005)  # running, not just created
+            cancelled_at.clear()
+            sent = time.perf_counter()
+            await canceller.cancel_task(task_id)
+            out.append((cancelled_at[0] - sent) * 1000)
+    return out
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+# ------------------------------------------------------------------ 3: HTTP, workers
+
+
+def http_runs(args: argparse.Namespace, scratch: Path) -> None:
+    body = http_bench.request_body("test_simple_text")
+    lua = scratch / "call.lua"
+    lua.write_text(
+        http_bench.LUA.format(body=body, proto=http_bench.PROTO, tool="test_simple_text")
+    )
+    configs = [
+        ("1 worker, memory", 1, {}),
+        ("2 workers, memory", 2, {}),
+        ("2 workers, sqlite", 2, {"PRESA_STORE": f"sqlite:///{scratch}/bench.db"}),
+    ]
+    results: dict[str, list[tuple[float, float]]] = {label: [] for label, _, _ in configs}
+    for rep in range(args.reps):
+        for label, workers, env in configs:
+            server = http_bench.Server(label.replace(" ", "-").replace(",", ""), "", env)
+            server.port = http_bench.free_port()
+            start(server, workers, scratch)
+            try:
+                http_bench.wait_ready(server, body.encode(), "test_simple_text")
+                http_bench.wrk(server.url, 16, "2s", 1, lua, "")  # warm-up
+                assert server.proc is not None
+                cpu0 = http_bench.cpu_seconds(server.proc.pid)
+                n, secs, p50, _, bad, errors = http_bench.wrk(
+                    server.url, 16, args.duration, 1, lua, ""
+                )
+                cpu = http_bench.cpu_seconds(server.proc.pid) - cpu0
+            finally:
+                http_bench.stop(server)
+            if int(bad) or int(errors):
+                print(f"! {label}: {bad} bad responses, {errors} socket errors", file=sys.stderr)
+            results[label].append((int(n) / float(secs), cpu * 1e6 / int(n)))
+            print(f"  rep {rep + 1} {label:>20}: {int(n) / float(secs):8.0f} req/s, p50 {p50} ms")
+    base = statistics.median(r for r, _ in results["1 worker, memory"])
+    print("\ntools/call over HTTP, wrk -c16 (requests/s; server CPU us/request over all workers)")
+    for label, runs in results.items():
+        rps = [r for r, _ in runs]
+        cpu = [c for _, c in runs]
+        print(
+            f"  {label:>20}: {spread(rps)} req/s, x{statistics.median(rps) / base:.2f} of 1 worker;"
+            f" CPU {statistics.median(cpu):.0f} us/req"
+        )
+    memory = statistics.median(r for r, _ in results["2 workers, memory"])
+    shared = statistics.median(r for r, _ in results["2 workers, sqlite"])
+    print(f"  2 workers, sqlite / 2 workers, memory: {shared / memory:.3f}")
+
+
+def start(server: http_bench.Server, workers: int, logdir: Path) -> None:
+    import os
+    import subprocess
+
+    env = {**os.environ, "PYTHONPATH": str(http_bench.ROOT), **server.env}
+    server.log = logdir / f"{server.label}.log"
+    command = [
+        sys.executable, "-m", "hypercorn", "--worker-class", "trio", "--workers", str(workers),
+        "--bind", f"127.0.0.1:{server.port}", "fixtures.conformance:app",
+    ]  # fmt: skip
+    with server.log.open("wb") as log:
+        server.proc = subprocess.Popen(
+            command,
+            cwd=http_bench.ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+
+# ------------------------------------------------------------------ main
+
+
+def repeat(reps: int, fn: Callable[[], Any]) -> list[Any]:
+    return [fn() for _ in range(reps)]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--tasks", type=int, default=300, help="tasks per rep (create + get)")
+    parser.add_argument("--samples", type=int, default=200, help="cancels per rep")
+    parser.add_argument("--duration", default="5s", help="wrk -d per HTTP run")
+    parser.add_argument("--skip-http", action="store_true")
+    args = parser.parse_args()
+    print(f"presa_trio backend bench, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+    with tempfile.TemporaryDirectory() as scratch_dir:
+        scratch = Path(scratch_dir)
+        counter = iter(range(10**6))
+
+        def sqlite_url() -> str:
+            return f"sqlite:///{scratch}/tasks-{next(counter)}.db"
+
+        memory, sqlite = [], []
+        for _ in range(args.reps):  # interleaved: the machine's noise hits both alike
+            memory.append(trio.run(create_and_get, "memory:", args.tasks))
+            sqlite.append(trio.run(create_and_get, sqlite_url(), args.tasks))
+        print(f"\ntask create + tasks/get, in process ({args.tasks} per rep, sequential)")
+        print(f"  memory: {spread(memory)} tasks/s")
+        print(f"  sqlite: {spread(sqlite)} tasks/s")
+        print(f"  sqlite / memory: {statistics.median(sqlite) / statistics.median(memory):.3f}")
+
+        print(f"\ntasks/cancel -> Cancelled in the task's scope, ms ({args.samples} per rep)")
+        for label, across in (("same worker", False), ("another worker", True)):
+            p50s, p99s = [], []
+            for _ in range(args.reps):
+                values = trio.run(cancel_latencies, sqlite_url(), args.samples, across)
+                p50s.append(percentile(values, 0.5))
+                p99s.append(percentile(values, 0.99))
+            print(f"  {label:>14}: p50 {spread(p50s)}; p99 {spread(p99s)}")
+
+        if not args.skip_http:
+            http_runs(args, scratch)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
