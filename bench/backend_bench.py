@@ -9,8 +9,8 @@ Three measurements, each printed as the median of ``--reps`` repetitions with th
    ``tasks/cancel`` goes to B; the latency is request sent on B -> ``trio.Cancelled``
    delivered in the task's scope on A (and, beside it, the same cancel sent to A itself);
 3. plain ``tools/call`` over HTTP with wrk (conc 16) against the conformance fixture under
-   ``hypercorn --worker-class trio``: ``--workers 1`` memory, ``--workers 2`` memory and
-   ``--workers 2`` sharing SQLite, to show that non-task requests pay nothing for sharing.
+   ``hypercorn --worker-class trio``, ``--workers 1`` and ``--workers 2``, each with the
+   memory backend and with SQLite shared, to show what non-task requests pay for sharing.
 
     PYTHONPATH=. .venv/bin/python bench/backend_bench.py            # all three, 3 reps
     PYTHONPATH=. .venv/bin/python bench/backend_bench.py --skip-http
@@ -122,20 +122,26 @@ def http_runs(args: argparse.Namespace, scratch: Path) -> None:
     lua.write_text(
         http_bench.LUA.format(body=body, proto=http_bench.PROTO, tool="test_simple_text")
     )
+    sqlite = {"PRESA_STORE": f"sqlite:///{scratch}/bench.db"}
     configs = [
         ("1 worker, memory", 1, {}),
+        ("1 worker, sqlite", 1, sqlite),
         ("2 workers, memory", 2, {}),
-        ("2 workers, sqlite", 2, {"PRESA_STORE": f"sqlite:///{scratch}/bench.db"}),
+        ("2 workers, sqlite", 2, sqlite),
     ]
     results: dict[str, list[tuple[float, float]]] = {label: [] for label, _, _ in configs}
     for rep in range(args.reps):
-        for label, workers, env in configs:
+        # A B C D, then D C B A: drift on a noisy machine hits every server alike
+        for label, workers, env in configs if rep % 2 == 0 else configs[::-1]:
             server = http_bench.Server(label.replace(" ", "-").replace(",", ""), "", env)
             server.port = http_bench.free_port()
-            start(server, workers, scratch)
+            # one worker: pinned to CPU 1 with wrk on CPU 0, as http_bench.py does; two
+            # workers need both CPUs, and share them with wrk
+            server_cpu, wrk_cpu = ("1", "0") if workers == 1 else ("", "")
+            start(server, workers, scratch, server_cpu)
             try:
                 http_bench.wait_ready(server, body.encode(), "test_simple_text")
-                http_bench.wrk(server.url, 16, "2s", 1, lua, "")  # warm-up
+                http_bench.wrk(server.url, 16, "2s", 1, lua, wrk_cpu)  # warm-up
                 assert server.proc is not None
                 cpu0 = http_bench.cpu_seconds(server.proc.pid)
                 n, secs, p50, _, bad, errors = http_bench.wrk(
@@ -157,20 +163,24 @@ def http_runs(args: argparse.Namespace, scratch: Path) -> None:
             f"  {label:>20}: {spread(rps)} req/s, x{statistics.median(rps) / base:.2f} of 1 worker;"
             f" CPU {statistics.median(cpu):.0f} us/req"
         )
-    memory = statistics.median(r for r, _ in results["2 workers, memory"])
-    shared = statistics.median(r for r, _ in results["2 workers, sqlite"])
-    print(f"  2 workers, sqlite / 2 workers, memory: {shared / memory:.3f}")
+    for workers in ("1 worker", "2 workers"):
+        memory = results[f"{workers}, memory"]
+        shared = results[f"{workers}, sqlite"]
+        rps = statistics.median(r for r, _ in shared) / statistics.median(r for r, _ in memory)
+        cpu = statistics.median(c for _, c in shared) / statistics.median(c for _, c in memory)
+        print(f"  {workers}, sqlite / memory: {rps:.3f} req/s, {cpu:.3f} CPU per request")
 
 
-def start(server: http_bench.Server, workers: int, logdir: Path) -> None:
+def start(server: http_bench.Server, workers: int, logdir: Path, cpu: str) -> None:
     import os
     import subprocess
 
     env = {**os.environ, "PYTHONPATH": str(http_bench.ROOT), **server.env}
     server.log = logdir / f"{server.label}.log"
     command = [
-        sys.executable, "-m", "hypercorn", "--worker-class", "trio", "--workers", str(workers),
-        "--bind", f"127.0.0.1:{server.port}", "fixtures.conformance:app",
+        *http_bench.pin(cpu), sys.executable, "-m", "hypercorn", "--worker-class", "trio",
+        "--workers", str(workers), "--bind", f"127.0.0.1:{server.port}",
+        "fixtures.conformance:app",
     ]  # fmt: skip
     with server.log.open("wb") as log:
         server.proc = subprocess.Popen(
