@@ -19,7 +19,7 @@ from ._backend import Backend, MemoryBackend
 from ._boundary import error_boundary
 from ._bus import BusEvent, SubscriptionBus, flag_event, resource_updated_event
 from ._request_state import StateSealer
-from .errors import CapacityExceeded, InternalError
+from .errors import CapacityExceeded, InternalError, ServiceUnavailable
 
 logger = logging.getLogger("presa_trio")
 
@@ -121,7 +121,12 @@ class Runtime:
                     except trio.WouldBlock:
                         break
                 with error_boundary("sending events to the other workers", logger):
-                    await self.backend.broadcast(BUS_TOPIC, {"events": [_plain(e) for e in batch]})
+                    try:
+                        await self.backend.broadcast(
+                            BUS_TOPIC, {"events": [_plain(e) for e in batch]}
+                        )
+                    except ServiceUnavailable:  # the backend said so once, without a trace
+                        logger.warning("%d events did not reach the other workers", len(batch))
 
     def _from_other_workers(self, body: Mapping[str, Any]) -> None:
         for event in body["events"]:

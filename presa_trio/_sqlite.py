@@ -427,7 +427,11 @@ class SqliteBackend:
         reply: Body | None = None
         with error_boundary("answering another worker", logger):
             reply = await handler(call["body"])
-        with error_boundary("replying to another worker", logger):
+        # A database failure was reported by ``run``; the caller's bound decides.
+        with (
+            error_boundary("replying to another worker", logger),
+            contextlib.suppress(StorageUnavailable),
+        ):
             await self._send(origin, "reply", {"id": call["id"], "body": reply})
 
     # ------------------------------------------------------------------ liveness
