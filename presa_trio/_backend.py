@@ -27,7 +27,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any, Protocol, final
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import trio
 
@@ -37,6 +37,7 @@ CallHandler = Callable[[Body], Awaitable[Body]]
 
 DEFAULT_URL = "memory:"
 ENVIRONMENT_VARIABLE = "PRESA_STORE"
+POSTGRES_OPTIONS = frozenset({"lease", "timeout"})  # the rest of the query is libpq's
 
 
 class BackendError(ValueError):
@@ -149,5 +150,13 @@ def parse_url(url: str) -> BackendUrl:
                 f"unknown sqlite store options {unknown}: known are lease, poll, timeout"
             )
         return BackendUrl("sqlite", path, options)
+    if parts.scheme in ("postgresql", "postgres"):
+        query = parse_qsl(parts.query, keep_blank_values=True)
+        ours = {k: v for k, v in query if k in POSTGRES_OPTIONS}
+        libpq = urlencode([(k, v) for k, v in query if k not in POSTGRES_OPTIONS])
+        return BackendUrl("postgresql", urlunsplit(parts._replace(query=libpq)), ours)
     scheme = parts.scheme or url
-    raise BackendError(f"unknown store {scheme!r}: use memory: or sqlite:///ABSOLUTE/PATH.db")
+    raise BackendError(
+        f"unknown store {scheme!r}: use memory:, sqlite:///ABSOLUTE/PATH.db or "
+        "postgresql://USER@HOST:PORT/DB"
+    )

@@ -1,16 +1,18 @@
 """Backends: where the workers of one server share their state, named by one URL.
 
 ``memory:`` (the default) is this process only; ``sqlite:///ABSOLUTE/PATH.db`` is every
-worker process of one host, durable across restarts. A sqlite URL takes options as its
-query: ``lease`` (seconds a worker may go silent before its tasks fail, default 20),
-``poll`` (seconds between looks for other workers' signals, default 0.01) and ``timeout``
-(seconds a statement waits for another writer's lock, default 5). Pass the URL as
+worker process of one host, durable across restarts; ``postgresql://USER@HOST:PORT/DB`` (any
+libpq URL; the password from the URL or the usual ``PG*`` variables) is every instance on
+every host that reaches the database. Options go in the URL's query: ``lease`` (seconds a
+worker may go silent before its tasks fail, default 20) and ``timeout`` (seconds a statement
+may take or wait for a lock, default 5) for both, ``poll`` (seconds between looks for other
+workers' signals while some are expected, default 0.01) for SQLite. Pass the URL as
 ``Server(backend=...)``, ``server.asgi_app(backend=...)`` or
 ``server.open_runtime(backend=...)``; ``presa-trio serve`` takes ``--store URL`` (default:
 the ``PRESA_STORE`` environment variable).
 
 Extensions reach the run's backend as ``ExtensionContext.backend``; a store for a shared
-backend runs its statements through it (``SqliteBackend.run`` and ``write``).
+backend runs its statements on ``SharedBackend.db`` (a ``SqlDatabase``).
 """
 
 from __future__ import annotations
@@ -27,10 +29,13 @@ from ._backend import BackendError as BackendError
 from ._backend import BackendUrl as BackendUrl
 from ._backend import MemoryBackend as MemoryBackend
 from ._backend import parse_url as parse_url
-from ._sqlite import BUSY_TIMEOUT, check_file
-from ._sqlite import SqliteBackend as SqliteBackend
+from ._shared import DEFAULT_LEASE
+from ._shared import Connection as Connection
+from ._shared import SharedBackend as SharedBackend
+from ._shared import SqlDatabase as SqlDatabase
+from ._shared import StorageUnavailable as StorageUnavailable
+from ._sqlite import BUSY_TIMEOUT, DEFAULT_POLL, check_file, open_sqlite
 from ._sqlite import SqliteDatabase as SqliteDatabase
-from ._sqlite import StorageUnavailable as StorageUnavailable
 
 __all__ = [
     "DEFAULT_URL",
@@ -38,8 +43,10 @@ __all__ = [
     "Backend",
     "BackendError",
     "BackendUrl",
+    "Connection",
     "MemoryBackend",
-    "SqliteBackend",
+    "SharedBackend",
+    "SqlDatabase",
     "SqliteDatabase",
     "StorageUnavailable",
     "check_url",
@@ -61,13 +68,17 @@ async def open_backend(url: str | Backend | None = None) -> AsyncIterator[Backen
         await trio.lowlevel.checkpoint()
         yield MemoryBackend()
         return
-    async with SqliteBackend.open(
-        parsed.path,
-        lease=parsed.number("lease", SqliteBackend.DEFAULT_LEASE),
-        poll=parsed.number("poll", SqliteBackend.DEFAULT_POLL),
-        busy_timeout=parsed.number("timeout", BUSY_TIMEOUT),
-    ) as backend:
-        yield backend
+    lease = parsed.number("lease", DEFAULT_LEASE)
+    timeout = parsed.number("timeout", BUSY_TIMEOUT)
+    if parsed.scheme == "postgresql":
+        from ._postgres import open_postgres
+
+        async with open_postgres(parsed.path, lease=lease, statement_timeout=timeout) as backend:
+            yield backend
+        return
+    poll = parsed.number("poll", DEFAULT_POLL)
+    async with open_sqlite(parsed.path, lease=lease, poll=poll, busy_timeout=timeout) as shared:
+        yield shared
 
 
 def check_url(url: str) -> None:
@@ -76,3 +87,7 @@ def check_url(url: str) -> None:
     parsed = parse_url(url)
     if parsed.scheme == "sqlite":
         check_file(parsed.path)
+    elif parsed.scheme == "postgresql":
+        from ._postgres import check_database
+
+        check_database(parsed.path, parsed.number("timeout", BUSY_TIMEOUT))

@@ -284,7 +284,11 @@ def test_a_unix_or_fd_bind_is_passed_through_and_a_bad_one_refused() -> None:
 @pytest.mark.parametrize(
     ("store", "line"),
     [
-        ("bogus:", "presa-trio: unknown store 'bogus': use memory: or sqlite:///ABSOLUTE/PATH.db"),
+        (
+            "bogus:",
+            "presa-trio: unknown store 'bogus': use memory:, sqlite:///ABSOLUTE/PATH.db or "
+            "postgresql://USER@HOST:PORT/DB",
+        ),
         (
             "sqlite:///no/such/dir/x.db",
             "presa-trio: cannot use the sqlite store /no/such/dir/x.db: no directory /no/such/dir",

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 import trio
+from postgres_cluster import Cluster
 
 from presa_trio import Context, Server
 from presa_trio.ext.tasks import Limits, TasksExtension
@@ -67,8 +68,16 @@ def build(events: list[str], limits: Limits | None = None) -> Server:
     return server
 
 
-@pytest.fixture
-def url(tmp_path: Path) -> str:
+@pytest.fixture(params=["sqlite", "postgresql"])
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The same tests on each shared backend."""
+    if request.param == "postgresql":
+        cluster: Cluster = request.getfixturevalue("postgres")
+        return cluster.new_database() + "&lease=0.4&timeout=2"
+    return sqlite_url(tmp_path)
+
+
+def sqlite_url(tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path}/shared.db?poll=0.005&lease=0.4&timeout=0.2"
 
 
@@ -205,9 +214,9 @@ async def test_a_finished_task_survives_a_restart(url: str) -> None:
 
 
 async def test_a_locked_database_is_a_retryable_503_and_the_server_recovers(
-    url: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    async with two_workers(build([]), url) as (a, _):
+    async with two_workers(build([]), sqlite_url(tmp_path)) as (a, _):
         task_id = await a.create_task("asker")
         await wait_status(a, task_id, "input_required")
         holder = sqlite3.connect(tmp_path / "shared.db", isolation_level=None)

@@ -17,12 +17,12 @@ from presa_trio.backends import (
     BackendError,
     BackendUrl,
     MemoryBackend,
-    SqliteBackend,
+    SharedBackend,
     check_url,
     open_backend,
     parse_url,
 )
-from presa_trio.ext.tasks._sqlite_store import SqliteTaskStore
+from presa_trio.ext.tasks._sql_store import SqlTaskStore
 from presa_trio.ext.tasks._states import Status, TaskRecord
 from presa_trio.ext.tasks._store import Limits
 
@@ -48,8 +48,14 @@ def test_a_backend_url_parses(url: str, parsed: BackendUrl) -> None:
 @pytest.mark.parametrize(
     ("url", "message"),
     [
-        ("redis://localhost/0", "unknown store 'redis': use memory: or sqlite:///ABSOLUTE/PATH.db"),
-        ("nonsense", "unknown store 'nonsense': use memory: or sqlite:///ABSOLUTE/PATH.db"),
+        (
+            "redis://localhost/0",
+            "unknown store 'redis': use memory:, sqlite:///ABSOLUTE/PATH.db or postgresql://USER@HOST:PORT/DB",
+        ),
+        (
+            "nonsense",
+            "unknown store 'nonsense': use memory:, sqlite:///ABSOLUTE/PATH.db or postgresql://USER@HOST:PORT/DB",
+        ),
         (
             "sqlite://host/x.db",
             "a sqlite store URL has no host: sqlite:///ABSOLUTE/PATH.db, got 'sqlite://host/x.db'",
@@ -126,7 +132,7 @@ def url_of(tmp_path: Path) -> str:
 
 async def test_every_worker_gets_the_same_key_and_it_outlives_them(tmp_path: Path) -> None:
     async with open_backend(url_of(tmp_path)) as one, open_backend(url_of(tmp_path)) as two:
-        assert isinstance(one, SqliteBackend)
+        assert isinstance(one, SharedBackend)
         key = await one.shared_key()
         assert key is not None and len(key) == 32
         assert await two.shared_key() == key
@@ -188,8 +194,8 @@ def task(task_id: str, owner: str) -> TaskRecord:
 async def test_orphans_are_the_unfinished_tasks_of_workers_gone_or_silent(tmp_path: Path) -> None:
     unlimited = Limits(None, None, None)
     async with open_backend(url_of(tmp_path)) as alive:
-        assert isinstance(alive, SqliteBackend)
-        store = SqliteTaskStore(alive.db)
+        assert isinstance(alive, SharedBackend)
+        store = SqlTaskStore(alive.db)
         async with open_backend(url_of(tmp_path)) as leaving:
             await store.create(task("mine", alive.worker_id), unlimited)
             await store.create(task("theirs", leaving.worker_id), unlimited)

@@ -16,11 +16,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from postgres_cluster import Cluster
 from task_records import record
 
+from presa_trio._postgres import PostgresDatabase
 from presa_trio.backends import SqliteDatabase
 from presa_trio.errors import CapacityExceeded
-from presa_trio.ext.tasks._sqlite_store import SqliteTaskStore
+from presa_trio.ext.tasks._sql_store import SqlTaskStore
 from presa_trio.ext.tasks._states import (
     CancelRequested,
     Completed,
@@ -42,12 +44,18 @@ def memory_stores(scratch: Path) -> StoreFactory:
 def sqlite_stores(scratch: Path) -> StoreFactory:
     """Each store its own file (a fresh, empty database) in ``scratch``."""
     made = itertools.count()
-    return lambda: SqliteTaskStore(SqliteDatabase(str(scratch / f"tasks-{next(made)}.db")))
+    return lambda: SqlTaskStore(SqliteDatabase(str(scratch / f"tasks-{next(made)}.db")))
+
+
+def postgres_stores(scratch: Path, cluster: Cluster) -> StoreFactory:
+    """Each store its own fresh database in the run's throwaway cluster."""
+    return lambda: SqlTaskStore(PostgresDatabase(cluster.new_database(), timeout=5.0))
 
 
 STORES: list[Any] = [
     pytest.param(memory_stores, id="memory"),
     pytest.param(sqlite_stores, id="sqlite"),
+    pytest.param(postgres_stores, id="postgresql"),
 ]
 
 T0 = 1_700_000_000_000
@@ -57,7 +65,10 @@ RESULT: dict[str, Any] = {"content": [{"type": "text", "text": "done"}], "isErro
 
 @pytest.fixture(params=STORES)
 def store_factory(request: pytest.FixtureRequest, tmp_path: Path) -> StoreFactory:
-    factory: StoreFactory = request.param(tmp_path)
+    if request.param is postgres_stores:
+        factory: StoreFactory = postgres_stores(tmp_path, request.getfixturevalue("postgres"))
+    else:
+        factory = request.param(tmp_path)
     return factory
 
 

@@ -20,7 +20,7 @@ from typing import Any, Literal, final
 import trio
 
 from ... import Context
-from ...backends import Backend, SqliteBackend
+from ...backends import Backend, SharedBackend
 from ...errors import InternalError, InvalidParams, MissingCapability, ServiceUnavailable
 from ...extensions import (
     CallNext,
@@ -33,7 +33,7 @@ from ...extensions import (
 )
 from . import _wire
 from ._runner import TaskHandle, TaskRunner
-from ._sqlite_store import SqliteTaskStore
+from ._sql_store import SqlTaskStore
 from ._states import Failed, Status, TaskRecord
 from ._store import Limits, MemoryTaskStore, TaskStore
 
@@ -141,7 +141,7 @@ class TasksExtension(Extension):
         runner = TaskRunner(store, self.now_ms, publish, backend)
         async with trio.open_nursery() as nursery:
             await nursery.start(runner.serve)
-            if isinstance(store, SqliteTaskStore) and isinstance(backend, SqliteBackend):
+            if isinstance(store, SqlTaskStore) and isinstance(backend, SharedBackend):
                 nursery.start_soon(self._reap_orphans, store, runner, backend.lease)
             task_status.started(_Run(context, store, runner))
             while True:
@@ -152,7 +152,7 @@ class TasksExtension(Extension):
                     # still running records (and announces) its expiry before it is gone.
                     await store.delete_expired(self.now_ms() - REAP_GRACE_MS)
 
-    async def _reap_orphans(self, store: SqliteTaskStore, runner: TaskRunner, lease: float) -> None:
+    async def _reap_orphans(self, store: SqlTaskStore, runner: TaskRunner, lease: float) -> None:
         """Fail the unfinished tasks of lost workers (a worker that left, or has not renewed
         its lease for ``lease`` seconds), checked every quarter lease by every worker: a
         task of a lost worker is failed within a lease and a quarter. Compare-and-set makes
@@ -329,8 +329,8 @@ def _store_down_is_logged() -> contextlib.AbstractContextManager[None]:
 
 def _store_for(backend: Backend) -> TaskStore:
     """The store a run keeps its tasks in: the shared database, or this process."""
-    if isinstance(backend, SqliteBackend):
-        return SqliteTaskStore(backend.db)
+    if isinstance(backend, SharedBackend):
+        return SqlTaskStore(backend.db)
     return MemoryTaskStore()
 
 

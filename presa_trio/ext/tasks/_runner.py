@@ -233,9 +233,9 @@ class TaskRunner:
         outcome: TaskEvent = Stopped()  # what stands if the runner itself is cancelled
         try:
             with live.scope:  # tasks/cancel cancels this, after committing "cancelled"
-                if live.scope.cancel_called:  # cancelled before the work began: never start it
-                    outcome = CancelRequested()
-                    return
+                # cancelled before the work began: this checkpoint raises, and the work
+                # never starts (the scope catches its own cancellation)
+                await trio.lowlevel.checkpoint_if_cancelled()
                 with trio.move_on_at(self._deadline(record)) as ttl:
                     outcome = await self._attempt(record, work, answered, live)
                 if ttl.cancelled_caught:

@@ -1,22 +1,23 @@
-"""The task store on SQLite: the tasks of every worker of one host in one file.
+"""The task store on a shared SQL database (SQLite for one host, PostgreSQL for many).
 
 One row per task: the record as JSON, beside the columns the store queries (principal, owner,
 revision, whether it is terminal, when it expires). Creation counts and inserts in one
-``BEGIN IMMEDIATE`` transaction, so ``Limits`` hold across all workers; compare-and-set is
-one ``UPDATE ... WHERE revision = ?``. It keeps the ``TaskStore`` contract (checked by
+serialised write, so ``Limits`` hold across all workers; compare-and-set is one
+``UPDATE ... WHERE revision = ?``, and the revision is also the fencing token: once another
+worker has failed a task of a worker it believed lost, that worker's next write carries a
+stale revision and changes nothing. It keeps the ``TaskStore`` contract (checked by
 ``testing.check_task_store``), and adds ``orphans``: the tasks whose worker was lost.
 """
 
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Callable
 from typing import Any, TypeVar, final
 
 import trio
 
-from ...backends import SqliteDatabase
+from ...backends import Connection, SqlDatabase
 from ...errors import CapacityExceeded
 from ._states import Status, TaskRecord
 from ._store import Limits
@@ -25,8 +26,8 @@ T = TypeVar("T")
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS presa_tasks (task_id TEXT PRIMARY KEY, principal TEXT NOT NULL, "
-    "owner TEXT NOT NULL, revision INTEGER NOT NULL, terminal INTEGER NOT NULL, "
-    "expires_ms INTEGER, record TEXT NOT NULL)",
+    "owner TEXT NOT NULL, revision BIGINT NOT NULL, terminal INTEGER NOT NULL, "
+    "expires_ms BIGINT, record TEXT NOT NULL)",
     "CREATE INDEX IF NOT EXISTS presa_tasks_principal ON presa_tasks (principal, terminal)",
     "CREATE INDEX IF NOT EXISTS presa_tasks_active ON presa_tasks (terminal, owner)",
     "CREATE INDEX IF NOT EXISTS presa_tasks_expires ON presa_tasks (expires_ms)",
@@ -71,18 +72,18 @@ def _expires(task: TaskRecord) -> int | None:
 
 
 @final
-class SqliteTaskStore:
-    """``TaskStore`` on a ``SqliteDatabase`` (the run's ``SqliteBackend.db``)."""
+class SqlTaskStore:
+    """``TaskStore`` on a ``SqlDatabase`` (the run's ``SharedBackend.db``)."""
 
-    def __init__(self, db: SqliteDatabase) -> None:
+    def __init__(self, db: SqlDatabase) -> None:
         self.db = db
         self._ready = False
 
-    async def _write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+    async def _write(self, fn: Callable[[Connection], T]) -> T:
         await self._prepare()
         return await self.db.write(fn)
 
-    async def _read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+    async def _read(self, fn: Callable[[Connection], T]) -> T:
         await self._prepare()
         return await self.db.run(fn)
 
@@ -91,7 +92,7 @@ class SqliteTaskStore:
             await trio.lowlevel.checkpoint()
             return
 
-        def create(conn: sqlite3.Connection) -> None:
+        def create(conn: Connection) -> None:
             for statement in _SCHEMA:
                 conn.execute(statement)
 
@@ -99,17 +100,19 @@ class SqliteTaskStore:
         self._ready = True
 
     async def create(self, task: TaskRecord, limits: Limits) -> None:
-        def insert(conn: sqlite3.Connection) -> None:
+        def insert(conn: Connection) -> None:
             if conn.execute(
                 "SELECT 1 FROM presa_tasks WHERE task_id = ?", (task.task_id,)
             ).fetchone():
                 raise ValueError(f"task {task.task_id!r} exists")
             stored, by_principal, active = conn.execute(
                 "SELECT COUNT(*), "
-                "COALESCE(SUM(principal = :p), 0), "
-                "COALESCE(SUM(principal = :p AND terminal = 0), 0) FROM presa_tasks",
-                {"p": task.principal},
+                "COALESCE(SUM(CASE WHEN principal = ? THEN 1 ELSE 0 END), 0), "
+                "COALESCE(SUM(CASE WHEN principal = ? AND terminal = 0 THEN 1 ELSE 0 END), 0) "
+                "FROM presa_tasks",
+                (task.principal, task.principal),
             ).fetchone()
+            stored, by_principal, active = int(stored), int(by_principal), int(active)
             refused = limits.refusal(stored, by_principal, active)
             if refused is not None:
                 raise CapacityExceeded(refused, "Task capacity exhausted")
@@ -129,7 +132,7 @@ class SqliteTaskStore:
         await self._write(insert)
 
     async def get(self, task_id: str) -> TaskRecord | None:
-        def select(conn: sqlite3.Connection) -> str | None:
+        def select(conn: Connection) -> str | None:
             row = conn.execute(
                 "SELECT record FROM presa_tasks WHERE task_id = ?", (task_id,)
             ).fetchone()
@@ -139,7 +142,7 @@ class SqliteTaskStore:
         return None if text is None else decode(text)
 
     async def compare_and_set(self, task: TaskRecord, expected_revision: int) -> bool:
-        def update(conn: sqlite3.Connection) -> bool:
+        def update(conn: Connection) -> bool:
             changed = conn.execute(
                 "UPDATE presa_tasks SET revision = ?, terminal = ?, owner = ?, record = ? "
                 "WHERE task_id = ? AND revision = ?",
@@ -152,21 +155,22 @@ class SqliteTaskStore:
                     expected_revision,
                 ),
             )
-            return changed.rowcount == 1
+            return bool(changed.rowcount == 1)
 
         return await self._write(update)
 
     async def delete_expired(self, now_ms: int) -> int:
-        def delete(conn: sqlite3.Connection) -> int:
-            return conn.execute(
+        def delete(conn: Connection) -> int:
+            deleted = conn.execute(
                 "DELETE FROM presa_tasks WHERE expires_ms IS NOT NULL AND expires_ms <= ?",
                 (now_ms,),
-            ).rowcount
+            )
+            return int(deleted.rowcount)
 
         return await self._write(delete)
 
     async def count(self) -> int:
-        def count(conn: sqlite3.Connection) -> int:
+        def count(conn: Connection) -> int:
             return int(conn.execute("SELECT COUNT(*) FROM presa_tasks").fetchone()[0])
 
         return await self._read(count)
@@ -175,7 +179,7 @@ class SqliteTaskStore:
         """Unfinished tasks whose worker is gone: it left, or has not renewed its lease
         for ``lease_ms``."""
 
-        def select(conn: sqlite3.Connection) -> list[str]:
+        def select(conn: Connection) -> list[str]:
             rows = conn.execute(
                 "SELECT task_id FROM presa_tasks WHERE terminal = 0 AND owner NOT IN "
                 "(SELECT worker_id FROM presa_workers WHERE heartbeat_ms >= ?)",

@@ -1,0 +1,292 @@
+"""PostgreSQL under the shared backend: instances on many hosts are one server.
+
+psycopg 3 with psycopg-pool, used synchronously in worker threads through ``trio.to_thread``
+under a bounded limiter (psycopg's async API is asyncio's; no bridge is brought in), so the
+event loop never waits on the network. Every connection carries ``statement_timeout`` and
+``lock_timeout``, so a statement that hangs is bounded; the pool checks a connection before
+lending it, so after the database comes back the pool reconnects by itself.
+
+Writes are serialised with a transaction-level advisory lock, as SQLite serialises them:
+limits counted in a write hold, and message rows commit in the order of their numbers.
+Signals wake the other instances with ``NOTIFY``; each instance ``LISTEN``s on a connection
+of its own and reads the message rows after the last one it saw whenever it is woken, and at
+least once a second. The rows are the truth: a notification lost with a dropped connection
+delays a signal by that second at most, and an instance that reconnects catches up.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AbstractContextManager, asynccontextmanager
+from functools import partial
+from typing import Any, TypeVar, final
+
+import outcome
+import psycopg
+import trio
+from psycopg import conninfo
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from ._backend import BackendError
+from ._shared import (
+    DEFAULT_LEASE,
+    IDLE_POLL,
+    Connection,
+    Message,
+    SharedBackend,
+    StorageUnavailable,
+)
+
+logger = logging.getLogger("presa_trio.postgres")
+
+T = TypeVar("T")
+
+SCHEMA_VERSION = 1
+POOL_SIZE = 4
+CHANNEL = "presa_signals"
+WRITE_LOCK = 0x70726573_61000001  # advisory lock keys: every write, and the migration
+MIGRATION_LOCK = 0x70726573_61000002
+
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS presa_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS presa_workers "
+    "(worker_id TEXT PRIMARY KEY, heartbeat_ms BIGINT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS presa_messages (seq BIGSERIAL PRIMARY KEY, "
+    "origin TEXT NOT NULL, target TEXT, topic TEXT NOT NULL, body TEXT NOT NULL, "
+    "created_ms BIGINT NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS presa_messages_created ON presa_messages (created_ms)",
+)
+
+#: What a lost, unreachable or overloaded database raises (anything else is a bug).
+FAULTS = (psycopg.OperationalError, psycopg.InterfaceError, PoolTimeout)
+
+
+def display(url: str) -> str:
+    """``url`` fit for a log line: user, host, port and database, never a password."""
+    try:
+        info = conninfo.conninfo_to_dict(url)
+    except psycopg.ProgrammingError:
+        return "(an unreadable URL)"
+    user = f"{info['user']}@" if info.get("user") else ""
+    host = info.get("host") or "localhost"
+    port = f":{info['port']}" if info.get("port") else ""
+    return f"postgresql://{user}{host}{port}/{info.get('dbname') or ''}"
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def connection_options(timeout: float) -> dict[str, Any]:
+    ms = int(timeout * 1000)
+    return {
+        "autocommit": True,
+        "connect_timeout": max(1, round(timeout)),
+        "options": f"-c statement_timeout={ms} -c lock_timeout={ms}",
+    }
+
+
+def migrate(conn: psycopg.Connection[Any]) -> None:
+    """Create the backend's tables once, under an advisory lock: safe when several
+    instances start at once. Records the schema version; refuses a newer one."""
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+        for statement in _SCHEMA:
+            conn.execute(statement)
+        row = conn.execute("SELECT value FROM presa_meta WHERE key = 'schema_version'").fetchone()
+        if row is None:
+            conn.execute(
+                "INSERT INTO presa_meta (key, value) VALUES ('schema_version', %s)",
+                (str(SCHEMA_VERSION),),
+            )
+        elif int(row[0]) > SCHEMA_VERSION:
+            raise BackendError(
+                f"the store was written by a newer presa_trio (schema {int(row[0])})"
+            )
+
+
+def check_database(url: str, timeout: float) -> None:
+    """Connect to ``url`` and migrate it, or raise a one-line ``BackendError`` that names
+    the database without its password."""
+    try:
+        with psycopg.connect(url, **connection_options(timeout)) as conn:
+            migrate(conn)
+    except psycopg.Error as exc:
+        raise BackendError(
+            f"cannot use the postgresql store {display(url)}: {_first_line(exc)}"
+        ) from None
+
+
+@final
+class _Statements:
+    """A psycopg connection seen through the ``Connection`` protocol (``?`` placeholders)."""
+
+    __slots__ = ("_conn",)
+
+    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+        self._conn = conn
+
+    def execute(self, sql: str, parameters: Sequence[Any] = (), /) -> Any:
+        return self._conn.execute(sql.replace("?", "%s"), parameters)
+
+    def transaction(self) -> AbstractContextManager[Any]:
+        return self._conn.transaction()
+
+
+@final
+class PostgresDatabase:
+    """A bounded pool of connections to one PostgreSQL database, used from trio (a
+    ``SqlDatabase``). A lost database raises ``StorageUnavailable`` (logged once per
+    episode); the next call gets a checked, fresh connection."""
+
+    kind = "postgresql"
+
+    def __init__(self, url: str, timeout: float, pool_size: int = POOL_SIZE) -> None:
+        self.url = url
+        self.timeout = timeout
+        self.pool = ConnectionPool(
+            url,
+            min_size=1,
+            max_size=pool_size,
+            open=False,
+            kwargs=connection_options(timeout),
+            check=ConnectionPool.check_connection,
+            timeout=timeout,
+            name="presa_trio",
+        )
+        self._limiter = trio.CapacityLimiter(pool_size)
+        self._failing = False
+        self._listener: psycopg.Connection[Any] | None = None
+        self._listening = threading.Lock()  # guards the three below, shared with _wait
+        self._waiting = False
+        self._closed = False
+        self._opening = trio.Lock()
+        self._opened = False
+
+    async def open(self) -> None:
+        """Open the pool (at once; ``run`` opens it on first use otherwise), or raise
+        ``BackendError`` when the database cannot be reached within ``timeout``."""
+        async with self._opening:
+            if not self._opened:
+                await self._open()
+                self._opened = True
+
+    async def _open(self) -> None:
+        try:
+            await trio.to_thread.run_sync(partial(self.pool.open, wait=True, timeout=self.timeout))
+        except PoolTimeout:
+            self.pool.close(timeout=0)
+            raise BackendError(f"cannot reach the postgresql store {display(self.url)}") from None
+
+    async def aclose(self) -> None:
+        with self._listening:
+            self._closed = True
+            if not self._waiting and self._listener is not None:
+                self._listener.close()  # no thread is in it; one that is closes it itself
+        await trio.to_thread.run_sync(partial(self.pool.close, timeout=self.timeout))
+
+    async def run(self, fn: Callable[[Connection], T]) -> T:
+        if not self._opened:
+            await self.open()
+        async with self._limiter:
+            result = await trio.to_thread.run_sync(self._in_thread, fn)
+        fault = result.error if isinstance(result, outcome.Error) else None
+        if isinstance(fault, FAULTS):
+            self._report(fault)
+            raise StorageUnavailable() from None
+        if fault is None:
+            self._recovered()
+        return result.unwrap()
+
+    async def write(self, fn: Callable[[Connection], T]) -> T:
+        def transaction(conn: Connection) -> T:
+            assert isinstance(conn, _Statements)
+            with conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(?)", (WRITE_LOCK,))
+                return fn(conn)
+
+        return await self.run(transaction)
+
+    def signal(self, conn: Connection) -> None:
+        conn.execute(f"NOTIFY {CHANNEL}")
+
+    async def changes(
+        self, after: int, attentive: bool, poll: float, wake: trio.Event
+    ) -> list[Message] | None:
+        try:
+            await trio.to_thread.run_sync(self._wait, abandon_on_cancel=True)
+        except FAULTS as exc:
+            self._report(exc)
+            await trio.sleep(min(IDLE_POLL, self.timeout))
+            # the rows are the truth: read them anyway, the pool may still reach the database
+
+        def select(conn: Connection) -> list[Message]:
+            rows = conn.execute(
+                "SELECT seq, origin, target, topic, body, created_ms FROM presa_messages "
+                "WHERE seq > ? ORDER BY seq",
+                (after,),
+            ).fetchall()
+            return [tuple(row) for row in rows]
+
+        return await self.run(select) or None
+
+    def _wait(self) -> None:
+        """Block until a notification arrives or a second passes (in a worker thread,
+        abandoned when the run ends: it closes its connection itself then)."""
+        with self._listening:
+            if self._closed:
+                return
+            self._waiting = True
+        listener = self._listener
+        try:
+            if listener is None or listener.closed:
+                listener = self._listener = psycopg.connect(
+                    self.url, **connection_options(self.timeout)
+                )
+                listener.execute(f"LISTEN {CHANNEL}")
+            for _ in listener.notifies(timeout=IDLE_POLL, stop_after=1):
+                pass
+        except BaseException:
+            if listener is not None:
+                listener.close()
+            raise
+        finally:
+            with self._listening:
+                self._waiting = False
+                if self._closed and listener is not None:
+                    listener.close()
+
+    def _in_thread(self, fn: Callable[[Connection], T]) -> outcome.Outcome[T]:
+        try:
+            with self.pool.connection() as conn:
+                return outcome.capture(fn, _Statements(conn))
+        except FAULTS as exc:
+            return outcome.Error(exc)
+
+    def _report(self, exc: BaseException) -> None:
+        if not self._failing:
+            self._failing = True
+            logger.warning(
+                "the postgresql store failed (%s); requests that need it get 503",
+                _first_line(exc),
+            )
+
+    def _recovered(self) -> None:
+        if self._failing:
+            self._failing = False
+            logger.warning("the postgresql store works again")
+
+
+@asynccontextmanager
+async def open_postgres(
+    url: str, *, lease: float = DEFAULT_LEASE, statement_timeout: float = 5.0
+) -> AsyncIterator[SharedBackend]:
+    """The shared backend on the PostgreSQL database ``url``, migrated if need be."""
+    await trio.to_thread.run_sync(check_database, url, statement_timeout)
+    db = PostgresDatabase(url, statement_timeout)
+    await db.open()
+    async with SharedBackend.open(db, lease=lease) as backend:
+        yield backend

@@ -1,0 +1,297 @@
+"""The shared backend: what the workers of one server share, on a SQL database.
+
+One implementation over any ``SqlDatabase`` (SQLite for one host, PostgreSQL for many):
+
+- **signals** between workers (bus events; a ``tasks/cancel`` or ``tasks/update`` for a task
+  another worker runs; the answers to those) are rows of ``presa_messages``, inserted in
+  order (every write is serialised by the database). The rows are the truth: a worker reads
+  every row after the last one it saw, so a wake-up that goes missing (a dropped
+  connection) delays a signal, never loses it. How a worker learns that there are new rows
+  is the database's business (``SqlDatabase.changes``);
+- **leases**: each worker renews its row in ``presa_workers`` every quarter of ``lease``;
+  a worker whose row is older is lost, and the Tasks extension fails its tasks;
+- **the requestState key**, made once by the first worker and kept in ``presa_meta``.
+
+Every statement uses ``?`` placeholders and SQL both databases understand; a database
+translates what it must.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import secrets
+import time
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from contextlib import asynccontextmanager
+from typing import Any, Protocol, TypeVar, final
+
+import trio
+
+from ._backend import Body, BroadcastHandler, CallHandler, new_worker_id
+from ._boundary import error_boundary
+from .errors import ServiceUnavailable
+
+logger = logging.getLogger("presa_trio.backend")
+
+T = TypeVar("T")
+
+MESSAGE_RETENTION_MS = 60_000
+IDLE_POLL = 1.0  # seconds between looks for signals while this worker expects none
+DEFAULT_LEASE = 20.0
+
+#: (seq, origin, target, topic, body, created_ms) of one message row.
+Message = tuple[int, str, str | None, str, str, int]
+
+
+class StorageUnavailable(ServiceUnavailable):
+    """The shared database failed (locked or unreachable past its timeout, unwritable,
+    gone): a retryable -32603 with HTTP 503 and a message that names no file or host."""
+
+    def __init__(self) -> None:
+        super().__init__("Shared state is unavailable; retry later")
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class Connection(Protocol):
+    """What statements run on: ``execute(sql, params)`` with ``?`` placeholders, returning
+    a cursor with ``fetchone``, ``fetchall`` and ``rowcount``."""
+
+    def execute(self, sql: str, parameters: Sequence[Any] = ..., /) -> Any: ...
+
+
+class SqlDatabase(Protocol):
+    """A database the shared backend and the stores built on it run their statements on.
+
+    ``run(fn)`` calls ``fn(connection)`` in a worker thread, one statement one transaction;
+    ``write(fn)`` runs it as one transaction, serialised with every other write (so limits
+    counted in it hold, and message rows commit in the order of their numbers), committed if
+    it returns, rolled back if it raises. A database failure raises ``StorageUnavailable``.
+    """
+
+    kind: str
+    timeout: float
+
+    async def run(self, fn: Callable[[Connection], T]) -> T: ...
+
+    async def write(self, fn: Callable[[Connection], T]) -> T: ...
+
+    def signal(self, conn: Connection) -> None:
+        """Inside the write that inserts a message: wake the other workers (may do nothing:
+        then they find it when they next look)."""
+
+    async def changes(
+        self, after: int, attentive: bool, poll: float, wake: trio.Event
+    ) -> list[Message] | None:
+        """Wait until there may be new messages, then the rows after ``after`` (None: none
+        are new). ``attentive``: this worker expects signals now, look every ``poll``
+        seconds if nothing tells you sooner; otherwise ``IDLE_POLL``, or until ``wake``."""
+
+    async def aclose(self) -> None: ...
+
+
+@final
+class SharedBackend:
+    """One run's handle on a shared database (see the module docstring). Made by
+    ``presa_trio.backends.open_backend``; stores reach the database as ``db``."""
+
+    shared = True
+
+    def __init__(self, db: SqlDatabase, *, lease: float, poll: float) -> None:
+        self.db = db
+        self.kind = db.kind
+        self.lease = lease
+        self.poll = poll
+        self.worker_id = new_worker_id()
+        self._last_seq = 0
+        self._broadcast: dict[str, BroadcastHandler] = {}
+        self._calls: dict[str, CallHandler] = {}
+        self._replies: dict[str, tuple[trio.Event, list[Body | None]]] = {}
+        self._attending = 0  # open listen streams, running tasks, calls awaiting answers
+        self._attentive_since = 0  # when the current run of attention began (ms)
+        self._wake = trio.Event()
+        self._nursery: trio.Nursery | None = None
+
+    # ------------------------------------------------------------------ lifetime
+
+    @classmethod
+    @asynccontextmanager
+    async def open(
+        cls, db: SqlDatabase, *, lease: float = DEFAULT_LEASE, poll: float = 0.01
+    ) -> AsyncIterator[SharedBackend]:
+        """Join the workers and watch for signals until the block ends; then leave (so this
+        worker's unfinished tasks are failed at once rather than after the lease) and close
+        the database. ``db`` is open and migrated already."""
+        backend = cls(db, lease=lease, poll=poll)
+        try:
+            await backend._join()
+            async with trio.open_nursery() as nursery:
+                backend._nursery = nursery
+                nursery.start_soon(backend._watch_loop, name=f"{db.kind} signals")
+                nursery.start_soon(backend._heartbeat_loop, name=f"{db.kind} heartbeat")
+                try:
+                    yield backend
+                finally:
+                    nursery.cancel_scope.cancel()
+                    backend._nursery = None
+        finally:
+            with trio.CancelScope(shield=True), trio.move_on_after(db.timeout):
+                await backend._leave()
+            with trio.CancelScope(shield=True), trio.move_on_after(db.timeout):
+                await db.aclose()
+
+    async def _join(self) -> None:
+        def join(conn: Connection) -> int:
+            self._beat(conn)
+            row = conn.execute("SELECT COALESCE(MAX(seq), 0) FROM presa_messages").fetchone()
+            return int(row[0])
+
+        self._last_seq = await self.db.write(join)
+
+    async def _leave(self) -> None:
+        def leave(conn: Connection) -> None:
+            conn.execute("DELETE FROM presa_workers WHERE worker_id = ?", (self.worker_id,))
+
+        # A database that is down was reported; the lease will lapse instead.
+        with (
+            error_boundary("leaving the shared store", logger),
+            contextlib.suppress(StorageUnavailable),
+        ):
+            await self.db.write(leave)
+
+    # ------------------------------------------------------------------ shared key
+
+    async def shared_key(self) -> bytes | None:
+        """The ``requestState`` key of every worker: made by the first, kept in the store."""
+
+        def key(conn: Connection) -> bytes:
+            conn.execute(
+                "INSERT INTO presa_meta (key, value) VALUES ('state_key', ?) "
+                "ON CONFLICT (key) DO NOTHING",
+                (secrets.token_hex(32),),
+            )
+            row = conn.execute("SELECT value FROM presa_meta WHERE key = 'state_key'").fetchone()
+            return bytes.fromhex(str(row[0]))
+
+        return await self.db.write(key)
+
+    # ------------------------------------------------------------------ signals
+
+    def on_broadcast(self, topic: str, handler: BroadcastHandler) -> None:
+        self._broadcast[topic] = handler
+
+    def on_call(self, topic: str, handler: CallHandler) -> None:
+        self._calls[topic] = handler
+
+    @contextlib.contextmanager
+    def attention(self) -> Iterator[None]:
+        if not self._attending:
+            self._attentive_since = now_ms()
+            self._wake.set()
+        self._attending += 1
+        try:
+            yield
+        finally:
+            self._attending -= 1
+
+    async def broadcast(self, topic: str, body: Body) -> None:
+        await self._send(None, topic, body)
+
+    async def call(self, worker_id: str, topic: str, body: Body) -> Body | None:
+        call_id = secrets.token_hex(8)
+        arrived = trio.Event()
+        box: list[Body | None] = []
+        self._replies[call_id] = (arrived, box)
+        try:
+            with self.attention():
+                await self._send(worker_id, topic, {"id": call_id, "body": body})
+                await arrived.wait()
+        finally:
+            del self._replies[call_id]
+        return box[0]
+
+    async def _send(self, target: str | None, topic: str, body: Body) -> None:
+        text = json.dumps(body, separators=(",", ":"))
+
+        def insert(conn: Connection) -> None:
+            conn.execute(
+                "INSERT INTO presa_messages (origin, target, topic, body, created_ms) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (self.worker_id, target, topic, text, now_ms()),
+            )
+            self.db.signal(conn)
+
+        await self.db.write(insert)
+
+    async def _watch_loop(self) -> None:
+        """Read new messages whenever the database says there may be some."""
+        while True:
+            if not self._attending:
+                self._wake = trio.Event()
+            try:
+                rows = await self.db.changes(
+                    self._last_seq, bool(self._attending), self.poll, self._wake
+                )
+            except StorageUnavailable:  # reported by the database; look again later
+                await trio.sleep(self.poll)
+                continue
+            if not rows:
+                continue
+            self._last_seq = rows[-1][0]
+            for _, origin, target, topic, text, created in rows:
+                if origin == self.worker_id or target not in (None, self.worker_id):
+                    continue
+                if target is None and created < self._attentive_since:
+                    continue  # news from before anyone here listened: not theirs
+                with error_boundary(f"the {topic} signal from worker {origin}", logger):
+                    self._dispatch(origin, target, topic, json.loads(text))
+
+    def _dispatch(self, origin: str, target: str | None, topic: str, body: Any) -> None:
+        if topic == "reply":
+            waiting = self._replies.get(body["id"])
+            if waiting is not None and not waiting[0].is_set():
+                waiting[1].append(body.get("body"))
+                waiting[0].set()
+            return
+        if target is None:
+            handler = self._broadcast.get(topic)
+            if handler is not None:
+                handler(body)
+            return
+        answer = self._calls.get(topic)
+        if answer is not None and self._nursery is not None:
+            self._nursery.start_soon(self._answer, answer, origin, body, name=f"answer {topic}")
+
+    async def _answer(self, handler: CallHandler, origin: str, call: Any) -> None:
+        reply: Body | None = None
+        with error_boundary("answering another worker", logger):
+            reply = await handler(call["body"])
+        # A database failure was reported where it happened; the caller's bound decides.
+        with (
+            error_boundary("replying to another worker", logger),
+            contextlib.suppress(StorageUnavailable),
+        ):
+            await self._send(origin, "reply", {"id": call["id"], "body": reply})
+
+    # ------------------------------------------------------------------ liveness
+
+    async def _heartbeat_loop(self) -> None:
+        while True:
+            await trio.sleep(self.lease / 4)
+            with contextlib.suppress(StorageUnavailable):  # reported by the database
+                await self.db.write(self._beat)
+
+    def _beat(self, conn: Connection) -> None:
+        now = now_ms()
+        conn.execute(
+            "INSERT INTO presa_workers (worker_id, heartbeat_ms) VALUES (?, ?) "
+            "ON CONFLICT (worker_id) DO UPDATE SET heartbeat_ms = excluded.heartbeat_ms",
+            (self.worker_id, now),
+        )
+        conn.execute(
+            "DELETE FROM presa_messages WHERE created_ms < ?", (now - MESSAGE_RETENTION_MS,)
+        )
