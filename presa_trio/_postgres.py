@@ -143,6 +143,7 @@ class PostgresDatabase:
     episode); the next call gets a checked, fresh connection."""
 
     kind = "postgresql"
+    clock = "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)"
 
     def __init__(self, url: str, timeout: float, pool_size: int = POOL_SIZE) -> None:
         self.url = url
@@ -155,6 +156,10 @@ class PostgresDatabase:
             kwargs=connection_options(timeout),
             check=ConnectionPool.check_connection,
             timeout=timeout,
+            # psycopg-pool retries a failed connection with a doubling delay until this
+            # much time has passed, then starts again from a second at the next demand:
+            # a short bound keeps a database that came back from waiting on the backoff
+            reconnect_timeout=max(2 * timeout, 5.0),
             name="presa_trio",
         )
         self._limiter = trio.CapacityLimiter(pool_size)

@@ -75,6 +75,9 @@ class SqlDatabase(Protocol):
 
     kind: str
     timeout: float
+    #: SQL for the database's own clock in epoch milliseconds: leases are judged on one
+    #: clock, whatever the clocks of the hosts that write them.
+    clock: str
 
     async def run(self, fn: Callable[[Connection], T]) -> T: ...
 
@@ -115,6 +118,16 @@ class SharedBackend:
         self._attentive_since = 0  # when the current run of attention began (ms)
         self._wake = trio.Event()
         self._nursery: trio.Nursery | None = None
+        # Since when this worker's heartbeats have all succeeded (None: the last failed).
+        self._healthy_since: float | None = None
+
+    @property
+    def judges_leases(self) -> bool:
+        """Whether this worker may declare others lost: only after its own heartbeats
+        have succeeded for a whole lease. After an outage of the database every lease
+        looks lapsed; waiting a lease gives every living worker time to renew its own."""
+        since = self._healthy_since
+        return since is not None and trio.current_time() - since >= self.lease
 
     # ------------------------------------------------------------------ lifetime
 
@@ -151,11 +164,13 @@ class SharedBackend:
             return int(row[0])
 
         self._last_seq = await self.db.write(join)
+        self._healthy_since = trio.current_time()
 
     async def _leave(self) -> None:
         def leave(conn: Connection) -> None:
             conn.execute("DELETE FROM presa_workers WHERE worker_id = ?", (self.worker_id,))
 
+        await trio.lowlevel.checkpoint()
         # A database that is down was reported; the lease will lapse instead.
         with (
             error_boundary("leaving the shared store", logger),
@@ -282,16 +297,22 @@ class SharedBackend:
     async def _heartbeat_loop(self) -> None:
         while True:
             await trio.sleep(self.lease / 4)
-            with contextlib.suppress(StorageUnavailable):  # reported by the database
+            try:
                 await self.db.write(self._beat)
+            except StorageUnavailable:  # reported by the database
+                self._healthy_since = None
+            else:
+                if self._healthy_since is None:
+                    self._healthy_since = trio.current_time()
 
     def _beat(self, conn: Connection) -> None:
-        now = now_ms()
+        clock = self.db.clock
         conn.execute(
-            "INSERT INTO presa_workers (worker_id, heartbeat_ms) VALUES (?, ?) "
+            f"INSERT INTO presa_workers (worker_id, heartbeat_ms) VALUES (?, {clock}) "
             "ON CONFLICT (worker_id) DO UPDATE SET heartbeat_ms = excluded.heartbeat_ms",
-            (self.worker_id, now),
+            (self.worker_id,),
         )
         conn.execute(
-            "DELETE FROM presa_messages WHERE created_ms < ?", (now - MESSAGE_RETENTION_MS,)
+            "DELETE FROM presa_messages WHERE created_ms < ?",
+            (now_ms() - MESSAGE_RETENTION_MS,),
         )

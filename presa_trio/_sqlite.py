@@ -120,6 +120,7 @@ class SqliteDatabase:
     """
 
     kind = "sqlite"
+    clock = "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)"
 
     def __init__(
         self, path: str, pool_size: int = POOL_SIZE, busy_timeout: float = BUSY_TIMEOUT

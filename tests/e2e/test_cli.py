@@ -330,3 +330,15 @@ def test_serve_with_a_sqlite_store_answers_and_keeps_its_file(tmp_path: Path) ->
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["result"]["tools"]
     assert (tmp_path / "state.db").is_file()
+
+
+def test_serve_refuses_an_unreachable_postgresql_without_its_password(tmp_path: Path) -> None:
+    url = f"postgresql://presa:s3cret@/presa?host={tmp_path}&port=5999&timeout=1"
+    result = presa("serve", "examples.weather:server", "--stdio", "--store", url, stdin="")
+    assert result.returncode == 2
+    line = result.stderr
+    assert line.count("\n") == 1, line
+    assert line.startswith(
+        f"presa-trio: cannot use the postgresql store postgresql://presa@{tmp_path}:5999/presa: "
+    )
+    assert "s3cret" not in line

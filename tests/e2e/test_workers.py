@@ -6,68 +6,17 @@ on another worker than the one before it two times in three.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import trio
-from conftest import ROOT, Served, running
-from live_http import mcp_request, open_exchange, request
-
-TASKS = {"extensions": {"io.modelcontextprotocol/tasks": {}}, "elicitation": {}}
-YES = {"action": "accept", "content": {"go": True}}
-LEASE = 2.0
-HERE = ROOT / "tests" / "e2e"
-
-
-class Cluster:
-    def __init__(self, served: Served, records: Path) -> None:
-        self.served = served
-        self.port = served.port
-        self.records = records
-
-    async def rpc(self, method: str, params: dict[str, Any], name: str | None = None) -> Any:
-        """One request on a new connection; the JSON-RPC result (errors fail the test)."""
-        body, headers = mcp_request(method, params, capabilities=TASKS)
-        if name is not None:
-            headers.append(("mcp-name", name))
-        response = await request(self.port, body, headers)
-        final = response.messages[-1]
-        assert "result" in final, (response.status, final)
-        return final["result"]
-
-    async def task(self, method: str, task_id: str, **params: Any) -> Any:
-        return await self.rpc(method, {"taskId": task_id, **params}, task_id)
-
-    async def create(self, tool: str, tag: str) -> str:
-        created = await self.rpc("tools/call", {"name": tool, "arguments": {"tag": tag}})
-        assert created["resultType"] == "task", created
-        task_id: str = created["taskId"]
-        return task_id
-
-    async def until(self, task_id: str, *statuses: str, within: float = 10) -> Any:
-        with trio.fail_after(within):
-            while True:
-                task = await self.task("tasks/get", task_id)
-                if task["status"] in statuses:
-                    return task
-                await trio.sleep(0.02)
-
-    def pid_of(self, tag: str) -> int:
-        return int((self.records / f"{tag}.pid").read_text())
-
-    async def pids(self, calls: int = 30) -> set[int]:
-        return {await self.whoami() for _ in range(calls)}
-
-    async def whoami(self) -> int:
-        answer = await self.rpc("tools/call", {"name": "whoami", "arguments": {}})
-        pid: int = json.loads(answer["content"][0]["text"])["pid"]
-        return pid
+from conftest import running
+from live_http import mcp_request, open_exchange
+from workers_client import HERE, LEASE, LOST, TASKS, YES, Cluster, park_and_run, warm
 
 
 @pytest.fixture
@@ -80,15 +29,8 @@ def cluster(tmp_path: Path) -> Iterator[Cluster]:
     }
     with running("workers_app:app", HERE, args=("--workers", "3"), env=env) as served:
         cluster = Cluster(served, records)
-        trio.run(_warm, cluster)
+        trio.run(warm, cluster)
         yield cluster
-
-
-async def _warm(cluster: Cluster, workers: int = 3) -> None:
-    """Until every worker answers (each opens its backend at its own pace)."""
-    with trio.fail_after(30):
-        while len(await cluster.pids(10)) < workers:  # noqa: ASYNC110
-            await trio.sleep(0.1)
 
 
 async def test_tasks_are_created_read_answered_and_cancelled_on_any_worker(
@@ -168,26 +110,6 @@ async def test_a_listener_on_a_task_hears_its_notifications(cluster: Cluster) ->
         assert seen[-1] == {k: v for k, v in final.items() if k not in ("resultType", "_meta")}
 
 
-async def park_and_run(cluster: Cluster, prefix: str) -> dict[int, dict[str, str]]:
-    """Tasks until one worker (pid) both runs a sleeper and parks an asker: pid -> tool ->
-    task id."""
-    tags: dict[int, dict[str, str]] = {}
-    with trio.fail_after(30):
-        n = 0
-        while not any(len(kinds) == 2 for kinds in tags.values()):
-            n += 1
-            for tool in ("sleeper", "asker"):
-                tag = f"{prefix}{tool}{n}"
-                task_id = await cluster.create(tool, tag)
-                if tool == "asker":
-                    await cluster.until(task_id, "input_required")
-                tags.setdefault(cluster.pid_of(tag), {})[tool] = task_id
-    return tags
-
-
-LOST = {"code": -32603, "message": "The worker running this task was lost"}
-
-
 async def test_a_killed_instance_s_tasks_fail_within_the_lease_and_the_other_serves_on(
     tmp_path: Path,
 ) -> None:
@@ -204,8 +126,8 @@ async def test_a_killed_instance_s_tasks_fail_within_the_lease_and_the_other_ser
         running("workers_app:app", HERE, env=env) as two,
     ):
         a, b = Cluster(one, records), Cluster(two, records)
-        await _warm(a, 1)
-        await _warm(b, 1)
+        await warm(a, 1)
+        await warm(b, 1)
         tags = await park_and_run(a, "a")
         ((victim, doomed),) = tags.items()
         os.kill(victim, signal.SIGKILL)
@@ -233,7 +155,7 @@ async def test_under_one_hypercorn_a_killed_worker_s_tasks_fail_at_the_next_star
     }
     with running("workers_app:app", HERE, args=("--workers", "3"), env=env) as served:
         cluster = Cluster(served, records)
-        await _warm(cluster)
+        await warm(cluster)
         tags = await park_and_run(cluster, "w")
         victim, doomed = next((pid, kinds) for pid, kinds in tags.items() if len(kinds) == 2)
         siblings = [t for pid, kinds in tags.items() if pid != victim for t in kinds.values()]
@@ -241,7 +163,7 @@ async def test_under_one_hypercorn_a_killed_worker_s_tasks_fail_at_the_next_star
         served.process.wait(timeout=30)  # hypercorn stops the rest, and exits
     with running("workers_app:app", HERE, args=("--workers", "3"), env=env) as served:
         again = Cluster(served, records)
-        await _warm(again)
+        await warm(again)
         for task_id in doomed.values():
             failed = await again.until(task_id, "failed", within=LEASE * 1.25 + 5)
             assert failed["error"] == LOST
@@ -264,6 +186,6 @@ async def test_a_finished_task_survives_a_full_restart(tmp_path: Path) -> None:
     assert done["result"]["content"][0]["text"].startswith("go=True")
     with running("workers_app:app", HERE, args=("--workers", "2"), env=env) as served:
         again = Cluster(served, records)
-        await _warm(again, workers=2)
+        await warm(again, workers=2)
         for _ in range(6):  # whichever worker answers
             assert await again.task("tasks/get", task_id) == done

@@ -4,7 +4,6 @@ leases. (Tasks across workers: tests/interaction/test_shared_backend.py and test
 from __future__ import annotations
 
 import sqlite3
-import time
 from pathlib import Path
 from typing import Any
 
@@ -203,15 +202,11 @@ async def test_orphans_are_the_unfinished_tasks_of_workers_gone_or_silent(tmp_pa
                 "done", "p", "tool", Status.COMPLETED, 1, 1, None, None, owner=leaving.worker_id
             )
             await store.create(finished, unlimited)
-            assert await store.orphans(_now(), 200) == []
-        assert await store.orphans(_now(), 200) == ["theirs"]  # it left
+            assert await store.orphans(200) == []
+        assert await store.orphans(200) == ["theirs"]  # it left
         with sqlite3.connect(tmp_path / "state.db") as db:  # and a silent worker
             db.execute("UPDATE presa_workers SET heartbeat_ms = 0")
-        assert sorted(await store.orphans(_now(), 200)) == ["mine", "theirs"]
+        assert sorted(await store.orphans(200)) == ["mine", "theirs"]
         with trio.fail_after(5):  # until it renews its lease (every lease/4)
-            while await store.orphans(_now(), 200) != ["theirs"]:  # noqa: ASYNC110
+            while await store.orphans(200) != ["theirs"]:  # noqa: ASYNC110
                 await trio.sleep(0.01)
-
-
-def _now() -> int:
-    return int(time.time() * 1000)

@@ -142,7 +142,7 @@ class TasksExtension(Extension):
         async with trio.open_nursery() as nursery:
             await nursery.start(runner.serve)
             if isinstance(store, SqlTaskStore) and isinstance(backend, SharedBackend):
-                nursery.start_soon(self._reap_orphans, store, runner, backend.lease)
+                nursery.start_soon(self._reap_orphans, store, runner, backend)
             task_status.started(_Run(context, store, runner))
             while True:
                 await trio.sleep(self.reap_interval)
@@ -152,17 +152,22 @@ class TasksExtension(Extension):
                     # still running records (and announces) its expiry before it is gone.
                     await store.delete_expired(self.now_ms() - REAP_GRACE_MS)
 
-    async def _reap_orphans(self, store: SqlTaskStore, runner: TaskRunner, lease: float) -> None:
+    async def _reap_orphans(
+        self, store: SqlTaskStore, runner: TaskRunner, backend: SharedBackend
+    ) -> None:
         """Fail the unfinished tasks of lost workers (a worker that left, or has not renewed
-        its lease for ``lease`` seconds), checked every quarter lease by every worker: a
-        task of a lost worker is failed within a lease and a quarter. Compare-and-set makes
-        the first worker to notice the one that commits; a lost worker that comes back finds
-        its tasks terminal, and its late outcomes change nothing."""
+        its lease), checked every quarter lease by every worker whose own heartbeats have
+        held for a lease (``SharedBackend.judges_leases``): a task of a lost worker is
+        failed within a lease and a quarter, and an outage of the database fails nothing.
+        Compare-and-set makes the first worker to notice the one that commits; a lost worker
+        that comes back finds its tasks terminal, and its late outcomes change nothing."""
         lost = InternalError("The worker running this task was lost").to_error()
         while True:
-            await trio.sleep(lease / 4)
+            await trio.sleep(backend.lease / 4)
+            if not backend.judges_leases:
+                continue
             with error_boundary("the lost-worker reaper", logger), _store_down_is_logged():
-                for task_id in await store.orphans(self.now_ms(), int(lease * 1000)):
+                for task_id in await store.orphans(int(backend.lease * 1000)):
                     await runner.commit(task_id, Failed(lost))
 
     def filter_keys(self) -> frozenset[str]:

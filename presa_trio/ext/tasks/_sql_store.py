@@ -175,15 +175,15 @@ class SqlTaskStore:
 
         return await self._read(count)
 
-    async def orphans(self, now_ms: int, lease_ms: int) -> list[str]:
+    async def orphans(self, lease_ms: int) -> list[str]:
         """Unfinished tasks whose worker is gone: it left, or has not renewed its lease
-        for ``lease_ms``."""
+        for ``lease_ms`` by the database's clock."""
 
         def select(conn: Connection) -> list[str]:
             rows = conn.execute(
                 "SELECT task_id FROM presa_tasks WHERE terminal = 0 AND owner NOT IN "
-                "(SELECT worker_id FROM presa_workers WHERE heartbeat_ms >= ?)",
-                (now_ms - lease_ms,),
+                f"(SELECT worker_id FROM presa_workers WHERE heartbeat_ms >= {self.db.clock} - ?)",
+                (lease_ms,),
             ).fetchall()
             return [str(row[0]) for row in rows]
 
