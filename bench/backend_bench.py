@@ -3,11 +3,13 @@
 Three measurements, each printed as the median of ``--reps`` repetitions with their spread:
 
 1. tasks in process: create a task (a tool that returns at once) and read it back with one
-   ``tasks/get``, sequentially through the in-process test client, memory vs SQLite;
-2. cross-worker cancel latency: two runs of one server on one SQLite file (two workers in
-   one process, each with its own backend handle and its own poll loop); a task runs on A,
+   ``tasks/get``, sequentially through the in-process test client: memory, SQLite and
+   PostgreSQL (a throwaway cluster the bench starts, Unix socket, as the tests do);
+2. cross-worker cancel latency: two runs of one server on one shared store (two workers in
+   one process, each with its own backend handle and signal watcher); a task runs on A,
    ``tasks/cancel`` goes to B; the latency is request sent on B -> ``trio.Cancelled``
    delivered in the task's scope on A (and, beside it, the same cancel sent to A itself);
+   and ``tasks/get`` latency with 10, 1,000 and 100,000 tasks stored;
 3. plain ``tools/call`` over HTTP with wrk (conc 16) against the conformance fixture under
    ``hypercorn --worker-class trio``, ``--workers 1`` and ``--workers 2``, each with the
    memory backend and with SQLite shared, to show what non-task requests pay for sharing.
@@ -19,22 +21,27 @@ Three measurements, each printed as the median of ``--reps`` repetitions with th
 from __future__ import annotations
 
 import argparse
+import sqlite3
 import statistics
 import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import trio
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the wrk harness beside this file
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # a throwaway cluster
 
 import http_bench
+import psycopg
+from postgres_cluster import running_cluster
 
 from presa_trio import Server
-from presa_trio.ext.tasks import Limits, TasksExtension
+from presa_trio.backends import parse_url
+from presa_trio.ext.tasks import Limits, Status, TaskRecord, TasksExtension
+from presa_trio.ext.tasks._sql_store import encode
 from presa_trio.testing import open_client
 
 TASKS = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
@@ -196,8 +203,79 @@ def start(server: http_bench.Server, workers: int, logdir: Path, cpu: str) -> No
 # ------------------------------------------------------------------ main
 
 
-def repeat(reps: int, fn: Callable[[], Any]) -> list[Any]:
-    return [fn() for _ in range(reps)]
+async def get_latencies(url: str, stored: int, samples: int) -> list[float]:
+    """Milliseconds per tasks/get with ``stored`` tasks in the store (bulk-loaded)."""
+    server = task_server()
+    async with open_client(server.asgi_app(backend=url), capabilities=TASKS) as client:
+        task_id = await client.create_task("quick")
+        await trio.to_thread.run_sync(bulk_load, url, stored)
+        out = []
+        for _ in range(samples):
+            started = time.perf_counter()
+            await client.get_task(task_id)
+            out.append((time.perf_counter() - started) * 1000)
+    return out
+
+
+def bulk_load(url: str, count: int) -> None:
+    """``count`` finished tasks of another principal, written straight into the table."""
+    rows = []
+    for n in range(count):
+        record = TaskRecord(
+            f"bulk-{n}", "someone else", "quick", Status.COMPLETED, 1, 1, None, None
+        )
+        rows.append((record.task_id, record.principal, "", 1, 1, None, encode(record)))
+    insert = "INSERT INTO presa_tasks VALUES (?, ?, ?, ?, ?, ?, ?)"
+    parsed = parse_url(url)
+    if parsed.scheme == "sqlite":
+        with sqlite3.connect(parsed.path) as db:
+            db.executemany(insert, rows)
+    else:
+        with psycopg.connect(parsed.path) as db, db.cursor() as cursor:
+            cursor.executemany(insert.replace("?", "%s"), rows)
+
+
+def stores(args: argparse.Namespace, scratch: Path, new_pg: Callable[[], str]) -> None:
+    counter = iter(range(10**6))
+
+    def sqlite_url() -> str:
+        return f"sqlite:///{scratch}/tasks-{next(counter)}.db"
+
+    def pg_url() -> str:
+        return new_pg() + "&lease=20"
+
+    makers = {"memory": lambda: "memory:", "sqlite": sqlite_url, "postgresql": pg_url}
+    rates: dict[str, list[float]] = {name: [] for name in makers}
+    for _ in range(args.reps):  # interleaved: the machine's noise hits all alike
+        for name, make in makers.items():
+            rates[name].append(trio.run(create_and_get, make(), args.tasks))
+    print(f"\ntask create + tasks/get, in process ({args.tasks} per rep, sequential)")
+    for name, values in rates.items():
+        ratio = statistics.median(values) / statistics.median(rates["memory"])
+        print(f"  {name:>10}: {spread(values)} tasks/s, x{ratio:.3f} of memory")
+
+    print(f"\ntasks/cancel -> Cancelled in the task's scope, ms ({args.samples} per rep)")
+    for name, make in (("sqlite", sqlite_url), ("postgresql", pg_url)):
+        for label, across in (("same worker", False), ("another worker", True)):
+            p50s, p99s = [], []
+            for _ in range(args.reps):
+                values = trio.run(cancel_latencies, make(), args.samples, across)
+                p50s.append(percentile(values, 0.5))
+                p99s.append(percentile(values, 0.99))
+            print(f"  {name:>10}, {label:>14}: p50 {spread(p50s)}; p99 {spread(p99s)}")
+
+    print("\ntasks/get with N tasks stored, ms (p50 / p99 of 200 gets, median of reps)")
+    for name, make in (("sqlite", sqlite_url), ("postgresql", pg_url)):
+        for stored in (10, 1_000, 100_000):
+            p50s, p99s = [], []
+            for _ in range(args.reps):
+                values = trio.run(get_latencies, make(), stored, 200)
+                p50s.append(percentile(values, 0.5))
+                p99s.append(percentile(values, 0.99))
+            print(
+                f"  {name:>10}, {stored:>7,} stored: p50 {statistics.median(p50s):.2f}, "
+                f"p99 {statistics.median(p99s):.2f}"
+            )
 
 
 def main() -> int:
@@ -209,31 +287,9 @@ def main() -> int:
     parser.add_argument("--skip-http", action="store_true")
     args = parser.parse_args()
     print(f"presa_trio backend bench, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
-    with tempfile.TemporaryDirectory() as scratch_dir:
+    with tempfile.TemporaryDirectory() as scratch_dir, running_cluster() as cluster:
         scratch = Path(scratch_dir)
-        counter = iter(range(10**6))
-
-        def sqlite_url() -> str:
-            return f"sqlite:///{scratch}/tasks-{next(counter)}.db"
-
-        memory, sqlite = [], []
-        for _ in range(args.reps):  # interleaved: the machine's noise hits both alike
-            memory.append(trio.run(create_and_get, "memory:", args.tasks))
-            sqlite.append(trio.run(create_and_get, sqlite_url(), args.tasks))
-        print(f"\ntask create + tasks/get, in process ({args.tasks} per rep, sequential)")
-        print(f"  memory: {spread(memory)} tasks/s")
-        print(f"  sqlite: {spread(sqlite)} tasks/s")
-        print(f"  sqlite / memory: {statistics.median(sqlite) / statistics.median(memory):.3f}")
-
-        print(f"\ntasks/cancel -> Cancelled in the task's scope, ms ({args.samples} per rep)")
-        for label, across in (("same worker", False), ("another worker", True)):
-            p50s, p99s = [], []
-            for _ in range(args.reps):
-                values = trio.run(cancel_latencies, sqlite_url(), args.samples, across)
-                p50s.append(percentile(values, 0.5))
-                p99s.append(percentile(values, 0.99))
-            print(f"  {label:>14}: p50 {spread(p50s)}; p99 {spread(p99s)}")
-
+        stores(args, scratch, cluster.new_database)
         if not args.skip_http:
             http_runs(args, scratch)
     return 0

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from postgres_cluster import Cluster as Database
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = REPO_ROOT / "scripts" / "conformance"
@@ -31,6 +32,14 @@ def test_conformance_runner_is_clean_with_three_workers_sharing_sqlite(tmp_path:
     """The same run against ``hypercorn --workers 3`` with ``PRESA_STORE=sqlite:///...``:
     every request may land on another worker, and the score must not change."""
     score("--workers", "3", PRESA_STORE=f"sqlite:///{tmp_path}/conformance.db")
+
+
+@pytest.mark.conformance
+def test_conformance_runner_is_clean_with_three_workers_sharing_postgresql(
+    postgres: Database,
+) -> None:
+    """And with ``PRESA_STORE=postgresql://...`` (a database of its own in the run's cluster)."""
+    score("--workers", "3", PRESA_STORE=postgres.new_database())
 
 
 def score(*args: str, **environment: str) -> None:

@@ -13,11 +13,13 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 import trio
 from postgres_cluster import Cluster
 
 from presa_trio import Context, Server
+from presa_trio._postgres import WRITE_LOCK
 from presa_trio.ext.tasks import Limits, TasksExtension
 from presa_trio.mrtr import elicit
 from presa_trio.testing import Client, RpcError, open_client
@@ -247,3 +249,33 @@ async def test_a_locked_database_is_a_retryable_503_and_the_server_recovers(
     assert not any(
         str(tmp_path) in r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING
     )
+
+
+async def test_a_statement_that_waits_too_long_is_a_retryable_503_on_postgresql(
+    postgres: Cluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Another session holds the lock every write takes: writes give up after the store's
+    ``timeout`` (PostgreSQL's lock_timeout), reads carry on, and it all recovers."""
+    url = postgres.new_database() + "&lease=5&timeout=0.5"
+    async with two_workers(build([]), url) as (a, _):
+        task_id = await a.create_task("asker")
+        await wait_status(a, task_id, "input_required")
+        holder = psycopg.connect(url.split("&lease")[0], autocommit=True)
+        holder.execute("SELECT pg_advisory_lock(%s)", (WRITE_LOCK,))
+        try:
+            started = trio.current_time()
+            with pytest.raises(RpcError) as failed:
+                await a.create_task("asker")
+            assert trio.current_time() - started < 5
+            assert failed.value.status == 503
+            assert (failed.value.code, failed.value.message) == (
+                -32603,
+                "Shared state is unavailable; retry later",
+            )
+            assert (await a.get_task(task_id))["status"] == "input_required"
+        finally:
+            holder.close()
+        await a.update_task(task_id, {"go": YES})
+        assert (await wait_status(a, task_id, "completed"))["status"] == "completed"
+        await a.create_task("asker")
+    assert not [r for r in caplog.records if r.exc_info], "a database fault logged a traceback"
