@@ -4,14 +4,18 @@ leases. (Tasks across workers: tests/interaction/test_shared_backend.py and test
 from __future__ import annotations
 
 import sqlite3
+import threading
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 import trio
 import trio.lowlevel
+from postgres_cluster import Cluster
 
 from presa_trio import Server
+from presa_trio._postgres import check_database
 from presa_trio.backends import (
     BackendError,
     BackendUrl,
@@ -22,7 +26,7 @@ from presa_trio.backends import (
     parse_url,
 )
 from presa_trio.ext.tasks._sql_store import SqlTaskStore
-from presa_trio.ext.tasks._states import Status, TaskRecord
+from presa_trio.ext.tasks._states import Completed, Failed, Status, TaskRecord, apply
 from presa_trio.ext.tasks._store import Limits
 
 # ------------------------------------------------------------------------------ URLs
@@ -210,3 +214,58 @@ async def test_orphans_are_the_unfinished_tasks_of_workers_gone_or_silent(tmp_pa
         with trio.fail_after(5):  # until it renews its lease (every lease/4)
             while await store.orphans(200) != ["theirs"]:  # noqa: ASYNC110
                 await trio.sleep(0.01)
+
+
+# ------------------------------------------------------------------------------ postgresql
+
+
+def test_instances_starting_together_migrate_once(postgres: Cluster) -> None:
+    url = postgres.new_database()
+    errors: list[BaseException] = []
+
+    def start() -> None:
+        try:
+            check_database(url, 5.0)
+        except BaseException as exc:  # collected for the assertion below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=start) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    with psycopg.connect(url) as db:
+        version = db.execute("SELECT value FROM presa_meta WHERE key = 'schema_version'")
+        assert version.fetchall() == [("1",)]
+
+
+def test_a_newer_schema_is_refused(postgres: Cluster) -> None:
+    url = postgres.new_database()
+    check_database(url, 5.0)
+    with psycopg.connect(url, autocommit=True) as db:
+        db.execute("UPDATE presa_meta SET value = '99' WHERE key = 'schema_version'")
+    with pytest.raises(BackendError, match=r"written by a newer presa_trio \(schema 99\)"):
+        check_database(url, 5.0)
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
+async def test_the_revision_fences_a_worker_declared_lost(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """Once another worker failed a task of a worker it believed lost, that worker's late
+    outcome (written against the revision it last saw) changes nothing."""
+    if kind == "postgresql":
+        url = request.getfixturevalue("postgres").new_database()
+    else:
+        url = url_of(tmp_path)
+    async with open_backend(url) as backend:
+        assert isinstance(backend, SharedBackend)
+        store = SqlTaskStore(backend.db)
+        mine = task("t", "lost-worker")
+        await store.create(mine, Limits(None, None, None))
+        failed = apply(mine, Failed({"code": -32603, "message": "lost"}), 2)
+        assert await store.compare_and_set(failed, mine.revision)  # the reaper's commit
+        late = apply(mine, Completed({"content": []}), 3)  # the lost worker's, too late
+        assert not await store.compare_and_set(late, mine.revision)
+        assert await store.get("t") == failed
