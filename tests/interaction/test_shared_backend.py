@@ -279,3 +279,35 @@ async def test_a_statement_that_waits_too_long_is_a_retryable_503_on_postgresql(
         assert (await wait_status(a, task_id, "completed"))["status"] == "completed"
         await a.create_task("asker")
     assert not [r for r in caplog.records if r.exc_info], "a database fault logged a traceback"
+
+
+async def test_connections_cut_by_postgresql_are_replaced_and_nothing_is_lost(
+    postgres: Cluster,
+) -> None:
+    """The server ends every session of the database (a failover, an admin): the pool lends
+    only checked connections, the listener reconnects, and signals sent meanwhile are read
+    from their rows: a cancel and an answer across workers still arrive."""
+    url = postgres.new_database() + "&lease=5&timeout=2"
+    events: list[str] = []
+    async with two_workers(build(events), url) as (a, b):
+        parked = await a.create_task("asker")
+        running = await a.create_task("sleeper")
+        await wait_status(b, parked, "input_required")
+        with psycopg.connect(url.split("&lease")[0], autocommit=True) as admin:
+            cut = admin.execute(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            ).fetchone()
+        assert cut is not None and cut[0] >= 2  # the pools' and the listeners' sessions
+        with trio.fail_after(10):
+            while True:  # a connection cut mid-request may cost one retryable 503
+                try:
+                    await b.update_task(parked, {"go": YES})
+                    break
+                except RpcError as failed:
+                    assert failed.status == 503
+                    await trio.sleep(0.1)
+        assert (await wait_status(b, parked, "completed"))["status"] == "completed"
+        await b.cancel_task(running)
+        assert events == ["cleaned up"]
+        assert (await a.get_task(running))["status"] == "cancelled"
