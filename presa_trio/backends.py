@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 import trio
 
@@ -71,8 +72,7 @@ async def open_backend(url: str | Backend | None = None) -> AsyncIterator[Backen
     lease = parsed.number("lease", DEFAULT_LEASE)
     timeout = parsed.number("timeout", BUSY_TIMEOUT)
     if parsed.scheme == "postgresql":
-        from ._postgres import open_postgres
-
+        open_postgres = _postgres().open_postgres
         async with open_postgres(parsed.path, lease=lease, statement_timeout=timeout) as backend:
             yield backend
         return
@@ -88,6 +88,15 @@ def check_url(url: str) -> None:
     if parsed.scheme == "sqlite":
         check_file(parsed.path)
     elif parsed.scheme == "postgresql":
-        from ._postgres import check_database
+        _postgres().check_database(parsed.path, parsed.number("timeout", BUSY_TIMEOUT))
 
-        check_database(parsed.path, parsed.number("timeout", BUSY_TIMEOUT))
+
+def _postgres() -> Any:
+    """The PostgreSQL backend's module; psycopg is an optional dependency."""
+    try:
+        from . import _postgres as module
+    except ImportError:
+        raise BackendError(
+            "the postgresql store needs psycopg: pip install 'presa_trio[postgres]'"
+        ) from None
+    return module

@@ -4,6 +4,8 @@ leases. (Tasks across workers: tests/interaction/test_shared_backend.py and test
 from __future__ import annotations
 
 import sqlite3
+import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -269,3 +271,20 @@ async def test_the_revision_fences_a_worker_declared_lost(
         late = apply(mine, Completed({"content": []}), 3)  # the lost worker's, too late
         assert not await store.compare_and_set(late, mine.revision)
         assert await store.get("t") == failed
+
+
+def test_without_psycopg_a_postgresql_url_says_what_to_install() -> None:
+    program = (
+        "import sys; sys.modules['psycopg'] = None\n"
+        "from presa_trio.backends import BackendError, check_url\n"
+        "try:\n"
+        "    check_url('postgresql://presa@/presa')\n"
+        "except BackendError as exc:\n"
+        "    print(exc)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout == (
+        "the postgresql store needs psycopg: pip install 'presa_trio[postgres]'\n"
+    )
