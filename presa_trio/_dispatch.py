@@ -116,7 +116,8 @@ class Dispatcher:
             raise MethodNotFound(f"Method not found: {request.method}")
         params: dict[str, Any] = request.params
         if headers is not None and route.name_param is not None:
-            routing.check_name(headers, params.get(route.name_param))
+            required = route.name_header_required
+            routing.check_name(headers, params.get(route.name_param), required=required)
         if route.request_def is not None and self.settings.validate_inbound:
             message: dict[str, Any] = {"jsonrpc": "2.0", "id": request.id}
             message["method"], message["params"] = request.method, params

@@ -29,6 +29,8 @@ class Route:
     that ``Mcp-Name`` mirrors; ``input_required`` says whether MRTR results are allowed (wire
     §10). ``available`` gates the method on what the server advertises (-32601 when False);
     ``requires`` is a ``ClientCapabilities`` fragment the request must declare (-32021).
+    ``name_header_required=False`` admits a request without ``Mcp-Name`` (a present one
+    must still match).
     The handler returns the result without ``resultType: "complete"`` or ``serverInfo``:
     the dispatcher adds both on the way out.
     """
@@ -41,3 +43,4 @@ class Route:
     input_required: bool = False
     available: Callable[[], bool] = _always
     requires: Mapping[str, Any] | None = None
+    name_header_required: bool = True

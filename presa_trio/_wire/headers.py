@@ -98,10 +98,13 @@ def check_method(headers: RoutingHeaders, method: str) -> None:
         raise HeaderMismatch(f"Mcp-Method header {value!r} does not match method {method!r}")
 
 
-def check_name(headers: RoutingHeaders, expected: object) -> None:
-    """``Mcp-Name`` must be present; when the body has the value, they must be equal."""
+def check_name(headers: RoutingHeaders, expected: object, *, required: bool = True) -> None:
+    """``Mcp-Name`` must be present (unless not ``required``); when the body has the value,
+    they must be equal. A header that is present and differs is refused either way."""
     value = headers.decoded(NAME_HEADER)
     if value is None:
+        if not required:
+            return
         raise HeaderMismatch("Missing Mcp-Name header")
     if isinstance(expected, str) and value != expected:
         raise HeaderMismatch(f"Mcp-Name header {value!r} does not match {expected!r}")

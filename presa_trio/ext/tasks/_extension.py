@@ -80,6 +80,10 @@ class TasksExtension(Extension):
     tasks in memory. A task's input is at most ``max_input_bytes`` of JSON (an optional tool
     given more runs synchronously instead; a required one is refused), its result at most
     ``max_result_bytes`` (a larger one fails the task), so what the store holds is bounded.
+    ``require_name_header=False`` admits ``tasks/*`` requests that carry no ``Mcp-Name``
+    header, as today's Python SDK and FastMCP clients send them (the spec says a client MUST
+    send it; strict is the default, and a header that is present and wrong is refused
+    either way).
     """
 
     id = _wire.EXTENSION_ID
@@ -96,6 +100,7 @@ class TasksExtension(Extension):
         principal: Callable[[Context], str] | None = None,
         reap_interval: float = 60.0,
         clock: Callable[[], float] = time.time,
+        require_name_header: bool = True,
     ) -> None:
         if ttl_ms is not None and ttl_ms <= 0:
             raise ValueError("ttl_ms must be positive (or None for unlimited)")
@@ -108,6 +113,7 @@ class TasksExtension(Extension):
         self._principal = principal
         self.reap_interval = reap_interval
         self.clock = clock
+        self.require_name_header = require_name_header
 
     def principal(self, ctx: Context) -> str:
         """Who a task belongs to: ``principal(ctx)``, else the server's principal."""
@@ -119,11 +125,16 @@ class TasksExtension(Extension):
     # ------------------------------------------------------------------ hooks
 
     def routes(self) -> Iterable[Route]:
+        strict = self.require_name_header
         return [
-            Route("tasks/get", self._get, name_param="taskId", requires=REQUIRED),
-            Route("tasks/update", self._update, name_param="taskId", requires=REQUIRED),
-            Route("tasks/cancel", self._cancel, name_param="taskId", requires=REQUIRED),
-        ]
+            Route(method, handler, name_param="taskId", requires=REQUIRED,
+                  name_header_required=strict)
+            for method, handler in (
+                ("tasks/get", self._get),
+                ("tasks/update", self._update),
+                ("tasks/cancel", self._cancel),
+            )
+        ]  # fmt: skip
 
     async def serve(self, context: ExtensionContext, *, task_status: trio.TaskStatus[Any]) -> None:
         """One run's tasks service: its store, the task runner and the reapers."""
