@@ -53,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
         description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"presa-trio {_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     serve = commands.add_parser(
         "serve",
@@ -72,6 +73,22 @@ def build_parser() -> argparse.ArgumentParser:
     mode.add_argument("--stdio", action="store_true", help="serve on stdin/stdout")
     serve.add_argument("--path", default="/mcp", help="HTTP endpoint path (default /mcp)")
     serve.add_argument("--log-level", default="warning", help="stderr log level (default warning)")
+    serve.add_argument(
+        "--allow-host",
+        action="append",
+        metavar="NAME",
+        default=None,
+        help="a Host name (and origin host) to accept besides the loopback names, for a "
+        "server reached by a public name; repeatable, or comma-separated in "
+        "$PRESA_ALLOWED_HOSTS. Without it every non-loopback Host is refused with 403",
+    )
+    serve.add_argument(
+        "--max-body",
+        type=int,
+        metavar="BYTES",
+        default=None,
+        help="largest request body accepted (default 4 MiB; more is 413)",
+    )
     serve.add_argument(
         "--store",
         metavar="URL",
@@ -164,6 +181,7 @@ def serve(args: argparse.Namespace) -> int:
     import trio
 
     from ._transports.asgi import AsgiApp
+    from ._wire.admission import LOOPBACK_HOSTS, HostPolicy
 
     handler = logging.StreamHandler(sys.stderr)  # stdout is for MCP messages only
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
@@ -194,9 +212,16 @@ def serve(args: argparse.Namespace) -> int:
     if isinstance(target, AsgiApp):
         app: Any = target
     else:
+        options: dict[str, Any] = {}
+        if args.max_body is not None:
+            options["max_body"] = args.max_body
+        hosts = _allowed_hosts(args)
+        if hosts:
+            options["host_policy"] = HostPolicy(allowed_hosts=LOOPBACK_HOSTS | hosts)
         app = target.asgi_app(
             backend=store,
             path=args.path,
+            **options,
             body_timeout=args.body_timeout,
             write_timeout=args.write_timeout,
             shutdown_timeout=args.shutdown_timeout,
@@ -206,6 +231,21 @@ def serve(args: argparse.Namespace) -> int:
     trio.run(partial(hypercorn_serve, app, config, shutdown_trigger=stopped))
     bound.cancel()
     return 0
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("presa_trio")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
+
+
+def _allowed_hosts(args: argparse.Namespace) -> frozenset[str]:
+    """``--allow-host`` names, else ``$PRESA_ALLOWED_HOSTS`` (comma-separated), lowercased."""
+    names = args.allow_host or os.environ.get("PRESA_ALLOWED_HOSTS", "").split(",")
+    return frozenset(n.strip().lower() for n in names if n.strip())
 
 
 def _store(args: argparse.Namespace, target: Any) -> str | None:

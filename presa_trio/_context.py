@@ -144,6 +144,11 @@ class Context:
         """The service ``extension`` (or its id) started for this run."""
         return self.runtime.service(extension)
 
+    @property
+    def lifespan(self) -> Any:
+        """What the server's ``lifespan`` yielded for this run (None without one)."""
+        return self.runtime.lifespan_state
+
     # ------------------------------------------------------------------ the way back
 
     async def notify(self, message: dict[str, Any]) -> None:

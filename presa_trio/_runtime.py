@@ -49,8 +49,11 @@ class Runtime:
         bus: SubscriptionBus | None = None,
         backend: Backend | None = None,
         max_background: int = 1_000,
+        lifespan_state: Any = None,
     ) -> None:
         self._nursery = nursery
+        #: What the server's ``lifespan`` yielded for this run (``ctx.lifespan``).
+        self.lifespan_state = lifespan_state
         self.sealer = sealer
         self.thread_limiter = thread_limiter
         self.bus = bus if bus is not None else SubscriptionBus()

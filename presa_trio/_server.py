@@ -10,7 +10,7 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from functools import partial
 from typing import Any, TypeVar, final
 
@@ -39,6 +39,14 @@ from ._transports.asgi import AsgiApp
 from .backends import open_backend
 
 F = TypeVar("F", bound=Handler)
+Lifespan = Callable[["Server"], AbstractAsyncContextManager[Any]]
+
+
+@asynccontextmanager
+async def _no_lifespan(server: Server) -> AsyncIterator[None]:
+    await trio.lowlevel.checkpoint()
+    yield None
+
 
 logger = logging.getLogger("presa_trio")
 
@@ -74,6 +82,9 @@ class Server:
     ``backend`` is the URL of the state shared by this server's workers: ``"memory:"`` (the
     default: this process only) or ``"sqlite:///ABSOLUTE/PATH.db"`` (every worker process
     of one host; see ``presa_trio.backends``); ``open_runtime(backend=...)`` overrides it.
+    ``lifespan(server)`` is an async context manager entered by every run before anything
+    is served and left after everything stopped (tasks included): open a database pool or
+    an HTTP client there; what it yields is ``ctx.lifespan`` in every handler.
     """
 
     def __init__(
@@ -99,6 +110,7 @@ class Server:
         max_state_bytes: int = DEFAULT_MAX_STATE_BYTES,
         loop_warning: float | None = 0.5,
         backend: str | None = None,
+        lifespan: Lifespan | None = None,
     ) -> None:
         info: dict[str, Any] = {"name": name, "version": version}
         if title is not None:
@@ -134,6 +146,7 @@ class Server:
             extensions=self._extensions,
         )
         self._runtimes: set[Runtime] = set()
+        self._lifespan = lifespan
 
     @property
     def extensions(self) -> Sequence[Extension]:
@@ -312,7 +325,8 @@ class Server:
         settings = self.settings
         limiter = trio.CapacityLimiter(settings.max_threads)
         bus = SubscriptionBus(max_listeners=settings.max_listeners)
-        async with open_backend(backend or settings.backend) as opened:
+        lifespan = self._lifespan if self._lifespan is not None else _no_lifespan
+        async with open_backend(backend or settings.backend) as opened, lifespan(self) as state:
             ring = settings.state_keys
             if ring is None and (key := await opened.shared_key()) is not None:
                 ring = KeyRing([("shared", key)])
@@ -325,6 +339,7 @@ class Server:
                     bus=bus,
                     backend=opened,
                     max_background=settings.max_background,
+                    lifespan_state=state,
                 )
                 try:
                     if opened.shared:

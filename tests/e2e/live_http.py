@@ -69,7 +69,10 @@ class Connection:
     async def send(
         self, port: int, body: bytes, headers: list[tuple[str, str]], method: str
     ) -> None:
-        all_headers = [("host", f"127.0.0.1:{port}"), ("content-length", str(len(body))), *headers]
+        host = (
+            [] if any(k.lower() == "host" for k, _ in headers) else [("host", f"127.0.0.1:{port}")]
+        )
+        all_headers = [*host, ("content-length", str(len(body))), *headers]
         await self.stream.send_all(
             self.h11.send(h11.Request(method=method, target="/mcp", headers=all_headers))
         )

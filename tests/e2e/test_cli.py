@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 import trio
 from conftest import ROOT, free_port
-from live_http import call
+from live_http import call, mcp_request
+from live_http import request as post
 
 from presa_trio._cli import _listening
 
@@ -91,6 +92,10 @@ def test_serve_rejects_a_bad_target() -> None:
 @pytest.fixture
 def cli_http_port() -> Iterator[int]:
     """`presa-trio serve examples.weather:server --http 127.0.0.1:PORT`, stopped by a signal."""
+    yield from serving()
+
+
+def serving(*flags: str) -> Iterator[int]:
     port = free_port()
     command = [
         sys.executable,
@@ -100,6 +105,7 @@ def cli_http_port() -> Iterator[int]:
         "examples.weather:server",
         "--http",
         f"127.0.0.1:{port}",
+        *flags,
     ]
     process = subprocess.Popen(
         command,
@@ -342,3 +348,33 @@ def test_serve_refuses_an_unreachable_postgresql_without_its_password(tmp_path: 
         f"presa-trio: cannot use the postgresql store postgresql://presa@{tmp_path}:5999/presa: "
     )
     assert "s3cret" not in line
+
+
+def test_version() -> None:
+    result = presa("--version")
+    assert (result.returncode, result.stdout) == (0, "presa-trio 0.1.0\n")
+
+
+async def test_serve_allows_the_hosts_and_the_body_size_it_is_told() -> None:
+    port_of = serving("--allow-host", "MCP.example.com", "--max-body", "600")
+    port = next(port_of)
+    try:
+        body, headers = mcp_request("tools/list")
+
+        async def answer(host: str, payload: bytes = body) -> int:
+            with trio.fail_after(30):
+                while True:
+                    try:
+                        response = await post(port, payload, [*headers, ("host", host)])
+                        return response.status
+                    except OSError:
+                        await trio.sleep(0.1)
+
+        assert await answer("mcp.example.com") == 200
+        assert await answer("mcp.example.com:443") == 200
+        assert await answer("127.0.0.1") == 200  # loopback names stay allowed
+        assert await answer("evil.example.com") == 403
+        padded = body[:-1] + b', "pad": "' + b"x" * 700 + b'"}'
+        assert await answer("mcp.example.com", padded) == 413
+    finally:
+        next(port_of, None)
