@@ -159,7 +159,7 @@ class AsgiApp:
     # ------------------------------------------------------------------ http
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["path"] != self.path:
+        if _own_path(scope) != self.path:
             await _plain(send, 404, b"Not Found")
             return
         responder = HttpResponder(send, write_timeout=self.write_timeout)
@@ -218,6 +218,17 @@ async def _cancel_on_disconnect(receive: Receive, scope: trio.CancelScope) -> No
     while (await receive())["type"] != "http.disconnect":
         pass
     scope.cancel()
+
+
+def _own_path(scope: Scope) -> str:
+    """The request path below the app's mount point: a host app that mounts this one (a
+    Starlette ``Mount("/deploy", app)``, say) passes the full path with the mount point as
+    ``root_path``, so ``/deploy/mcp`` is this app's ``/mcp``."""
+    path: str = scope["path"]
+    root: str = scope.get("root_path", "")
+    if root and path.startswith(root) and path[len(root) : len(root) + 1] in ("", "/"):
+        return path[len(root) :] or "/"
+    return path
 
 
 @final
