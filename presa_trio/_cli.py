@@ -83,6 +83,12 @@ def build_parser() -> argparse.ArgumentParser:
         "$PRESA_ALLOWED_HOSTS. Without it every non-loopback Host is refused with 403",
     )
     serve.add_argument(
+        "--cors",
+        action="store_true",
+        help="answer browsers' CORS preflights, for the origins admission allows (loopback, "
+        "and the --allow-host names)",
+    )
+    serve.add_argument(
         "--max-body",
         type=int,
         metavar="BYTES",
@@ -212,7 +218,7 @@ def serve(args: argparse.Namespace) -> int:
     if isinstance(target, AsgiApp):
         app: Any = target
     else:
-        options: dict[str, Any] = {}
+        options: dict[str, Any] = {"cors": args.cors}
         if args.max_body is not None:
             options["max_body"] = args.max_body
         hosts = _allowed_hosts(args)

@@ -19,7 +19,7 @@ import trio
 from .._boundary import partition, single
 from .._dispatch import Dispatcher
 from .._runtime import Runtime
-from .._wire import sse
+from .._wire import cors, sse
 from .._wire.admission import HostPolicy, refuse_any
 from .._wire.headers import RoutingHeaders
 from .._wire.jsonrpc import EnvelopeError, Notification, parse_message
@@ -68,8 +68,10 @@ class AsgiApp:
         body_timeout: float = DEFAULT_BODY_TIMEOUT,
         write_timeout: float = DEFAULT_WRITE_TIMEOUT,
         shutdown_timeout: float | None = DEFAULT_SHUTDOWN_TIMEOUT,
+        cors: bool = False,
     ) -> None:
         self.dispatcher = dispatcher
+        self.cors = cors
         self._open_runtime = open_runtime
         self._runtime: Runtime | None = None
         self.path = path
@@ -169,6 +171,12 @@ class AsgiApp:
         if reason is not None:
             await self.dispatcher.refuse(Forbidden(f"Forbidden: {reason}"), None, responder)
             return
+        allowed = cors.allow_origin(origins) if self.cors else []
+        if self.cors and scope["method"] == "OPTIONS":
+            await _plain(send, 204, b"", [*allowed, *cors.preflight(scope["headers"])])
+            return
+        if allowed:
+            responder = HttpResponder(send, write_timeout=self.write_timeout, extra=allowed)
         if scope["method"] != "POST":
             await _plain(send, 405, b"Method Not Allowed", [(b"allow", b"POST")])
             return
@@ -185,7 +193,7 @@ class AsgiApp:
             return
         runtime = self._runtime
         async with trio.open_nursery() as nursery:
-            responder = HttpResponder(send, nursery.cancel_scope, self.write_timeout)
+            responder = HttpResponder(send, nursery.cancel_scope, self.write_timeout, allowed)
             nursery.start_soon(_cancel_on_disconnect, receive, nursery.cancel_scope)
             headers = RoutingHeaders(scope["headers"])
             await self.dispatcher.serve(message, headers, responder, runtime)
@@ -242,12 +250,17 @@ class HttpResponder:
     as the disconnect watcher's, would leave the connection open for good.
     """
 
-    __slots__ = ("_gone", "_scope", "_send", "_streaming", "_write_timeout")
+    __slots__ = ("_extra", "_gone", "_scope", "_send", "_streaming", "_write_timeout")
 
     def __init__(
-        self, send: Send, scope: trio.CancelScope | None = None, write_timeout: float = math.inf
+        self,
+        send: Send,
+        scope: trio.CancelScope | None = None,
+        write_timeout: float = math.inf,
+        extra: list[tuple[bytes, bytes]] | None = None,
     ) -> None:
         self._send = send
+        self._extra = extra or []
         self._scope = scope
         self._write_timeout = write_timeout
         self._streaming = False
@@ -269,7 +282,8 @@ class HttpResponder:
 
     async def _start_stream(self) -> None:
         self._streaming = True
-        await self._write({"type": "http.response.start", "status": 200, "headers": sse.HEADERS})
+        headers = [*sse.HEADERS, *self._extra]
+        await self._write({"type": "http.response.start", "status": 200, "headers": headers})
 
     async def notify(self, data: bytes) -> None:
         if not self._streaming:
@@ -284,7 +298,7 @@ class HttpResponder:
 
     async def finish(self, data: bytes, status: int) -> None:
         if not self._streaming:
-            headers = [*_JSON, (b"content-length", str(len(data)).encode())]
+            headers = [*_JSON, (b"content-length", str(len(data)).encode()), *self._extra]
             await self._write({"type": "http.response.start", "status": status, "headers": headers})
         body = sse.event(data) if self._streaming else data
         await self._write({"type": "http.response.body", "body": body}, final=True)

@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 import pytest
+import trio
 
 from presa_trio import Server
 from presa_trio.testing import Client
@@ -35,7 +36,7 @@ async def exchange(app: Any, path: str, root_path: str, body: bytes, headers: An
         if not delivered:
             delivered = True
             return {"type": "http.request", "body": body, "more_body": False}
-        return {"type": "http.disconnect"}
+        await trio.sleep_forever()  # a client that waits for its answer
 
     async def send(message: dict[str, Any]) -> None:
         sent.append(message)

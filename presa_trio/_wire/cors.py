@@ -1,0 +1,45 @@
+"""CORS for browser clients, opt-in (``asgi_app(cors=True)``): a pure decision over headers.
+
+The origins allowed are exactly those Host/Origin admission allows (``HostPolicy``), so one
+allow-list governs both. A preflight (``OPTIONS`` with ``Access-Control-Request-Method``) is
+answered 204 with the method and the request headers an MCP client sends; every answer to an
+allowed origin names that origin, never ``*``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+#: Request headers a browser MCP client may send.
+ALLOWED_HEADERS = frozenset(
+    {"content-type", "accept", "authorization", "last-event-id", "mcp-protocol-version",
+     "mcp-method", "mcp-name", "mcp-session-id"}
+)  # fmt: skip
+MAX_AGE = b"600"
+
+
+def allow_origin(origins: Sequence[str]) -> list[tuple[bytes, bytes]]:
+    """Response headers for a request whose (already admitted) ``Origin`` values are
+    ``origins``: the origin named back, when there is exactly one."""
+    if len(origins) != 1 or origins[0] == "null":
+        return []
+    return [
+        (b"access-control-allow-origin", origins[0].encode("latin-1")),
+        (b"vary", b"origin"),
+    ]
+
+
+def preflight(headers: Iterable[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+    """Response headers for a preflight: ``POST``, and the requested headers that an MCP
+    client sends (``Mcp-Param-*`` included); others are left out, so the browser refuses."""
+    requested = b""
+    for name, value in headers:
+        if name == b"access-control-request-headers":
+            requested = value
+    names = [n.strip().lower() for n in requested.decode("latin-1").split(",") if n.strip()]
+    allowed = [n for n in names if n in ALLOWED_HEADERS or n.startswith("mcp-param-")]
+    return [
+        (b"access-control-allow-methods", b"POST"),
+        (b"access-control-allow-headers", ", ".join(allowed).encode("latin-1")),
+        (b"access-control-max-age", MAX_AGE),
+    ]
