@@ -90,8 +90,8 @@ class AsgiApp:
     async def lifespan(self, host_app: object = None) -> AsyncIterator[Runtime]:
         """Run the server for as long as the block; requests are served by this run.
 
-        Its signature fits a host framework's ``lifespan=`` hook (Starlette passes its app).
         Before it is entered, and after it exits, requests are answered 503 (retryable).
+        A host framework's ``lifespan=`` hook takes ``host_lifespan``.
         """
         if self._runtime is not None:
             raise RuntimeError("this app is already running")
@@ -101,6 +101,13 @@ class AsgiApp:
                 yield runtime
             finally:
                 self._runtime = None
+
+    @asynccontextmanager
+    async def host_lifespan(self, host_app: object = None) -> AsyncIterator[None]:
+        """``lifespan`` shaped for a host app's ``lifespan=`` hook (Starlette's, say), which
+        passes the host app and wants no state back: ``lifespan=mcp_app.host_lifespan``."""
+        async with self.lifespan():
+            yield None
 
     def open_runtime(self) -> AbstractAsyncContextManager[Runtime]:
         """Run the server for this app (as ``lifespan()`` does), e.g. to serve it on stdio."""
