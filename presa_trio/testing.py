@@ -38,6 +38,7 @@ __all__ = [
 ]
 
 DEFAULT_CAPABILITIES: dict[str, Any] = {"elicitation": {}, "sampling": {}, "roots": {}}
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 
 Answer = Callable[[str, Mapping[str, Any]], Any]
 
@@ -405,27 +406,38 @@ class Client:
 
     # ------------------------------------------------------------------ tasks (SEP-2663)
 
+    def _with_tasks(self, options: dict[str, Any]) -> dict[str, Any]:
+        """``options`` for a request of the Tasks extension: unless the test chose the
+        capabilities itself, this client's own plus the extension, which every task request
+        needs (so a client opened with ``capabilities={...}`` still follows tasks)."""
+        if "capabilities" not in options:
+            extensions = {**self.capabilities.get("extensions", {}), TASKS_EXTENSION: {}}
+            options["capabilities"] = {**self.capabilities, "extensions": extensions}
+        return options
+
     async def create_task(
         self, name: str, arguments: Mapping[str, Any] | None = None, **options: Any
     ) -> str:
-        """Call a tool that must become a task; returns its ``taskId``."""
-        result = await self.call_tool(name, arguments or {}, **options)
+        """Call a tool that must become a task; returns its ``taskId``. The request declares
+        the Tasks extension besides this client's capabilities (unless ``capabilities=``)."""
+        result = await self.call_tool(name, arguments or {}, **self._with_tasks(options))
         if result.get("resultType") != "task":
             raise AssertionError(f"{name} did not create a task: {result}")
         task_id: str = result["taskId"]
         return task_id
 
     async def get_task(self, task_id: str, **options: Any) -> dict[str, Any]:
-        return await self.request("tasks/get", {"taskId": task_id}, **options)
+        return await self.request("tasks/get", {"taskId": task_id}, **self._with_tasks(options))
 
     async def update_task(
         self, task_id: str, responses: Mapping[str, Any], **options: Any
     ) -> dict[str, Any]:
         params = {"taskId": task_id, "inputResponses": dict(responses)}
-        return await self.request("tasks/update", params, **options)
+        return await self.request("tasks/update", params, **self._with_tasks(options))
 
     async def cancel_task(self, task_id: str, **options: Any) -> dict[str, Any]:
-        return await self.request("tasks/cancel", {"taskId": task_id}, **options)
+        params = {"taskId": task_id}
+        return await self.request("tasks/cancel", params, **self._with_tasks(options))
 
     async def wait_task(
         self,
