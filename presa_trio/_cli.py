@@ -83,6 +83,15 @@ def build_parser() -> argparse.ArgumentParser:
         "$PRESA_ALLOWED_HOSTS. Without it every non-loopback Host is refused with 403",
     )
     serve.add_argument(
+        "--state-key",
+        action="append",
+        metavar="ID:HEX",
+        default=None,
+        help="a requestState key (at least 16 bytes, hex); the first signs, all verify, so "
+        "rotate by putting the new one first; repeatable, or comma-separated in "
+        "$PRESA_STATE_KEYS (default: the server's own, or the one its shared store keeps)",
+    )
+    serve.add_argument(
         "--cors",
         action="store_true",
         help="answer browsers' CORS preflights, for the origins admission allows (loopback, "
@@ -200,8 +209,9 @@ def serve(args: argparse.Namespace) -> int:
     if args.stdio:
         from ._transports.stdio import serve_stdio
 
-        if store is not None and not isinstance(target, AsgiApp):
-            target = target.asgi_app(backend=store)
+        keys = _state_keys(args)
+        if (store is not None or keys is not None) and not isinstance(target, AsgiApp):
+            target = target.asgi_app(backend=store, state_keys=keys)
         trio.run(partial(serve_stdio, target, on_eof=bound.start))
         bound.cancel()
         return 0
@@ -218,7 +228,7 @@ def serve(args: argparse.Namespace) -> int:
     if isinstance(target, AsgiApp):
         app: Any = target
     else:
-        options: dict[str, Any] = {"cors": args.cors}
+        options: dict[str, Any] = {"cors": args.cors, "state_keys": _state_keys(args)}
         if args.max_body is not None:
             options["max_body"] = args.max_body
         hosts = _allowed_hosts(args)
@@ -252,6 +262,30 @@ def _allowed_hosts(args: argparse.Namespace) -> frozenset[str]:
     """``--allow-host`` names, else ``$PRESA_ALLOWED_HOSTS`` (comma-separated), lowercased."""
     names = args.allow_host or os.environ.get("PRESA_ALLOWED_HOSTS", "").split(",")
     return frozenset(n.strip().lower() for n in names if n.strip())
+
+
+def _state_keys(args: argparse.Namespace) -> Any:
+    """``--state-key ID:HEX`` values, else ``$PRESA_STATE_KEYS``, as a ``KeyRing`` (None when
+    neither is given); a malformed key is one line and exit status 2."""
+    from ._request_state import KeyRing
+
+    given = args.state_key or os.environ.get("PRESA_STATE_KEYS", "").split(",")
+    pairs = [item.strip() for item in given if item.strip()]
+    if not pairs:
+        return None
+    try:
+        keys = []
+        for pair in pairs:
+            key_id, _, hex_key = pair.partition(":")
+            keys.append((key_id, bytes.fromhex(hex_key)))
+        return KeyRing(keys)
+    except ValueError:
+        print(
+            "presa-trio: a state key is ID:HEX, the id without '.', the key at least "
+            "16 bytes of hex",
+            file=sys.stderr,
+        )
+        raise SystemExit(2) from None
 
 
 def _store(args: argparse.Namespace, target: Any) -> str | None:

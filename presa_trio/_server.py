@@ -314,7 +314,9 @@ class Server:
     # ------------------------------------------------------------------ running
 
     @asynccontextmanager
-    async def open_runtime(self, backend: str | Backend | None = None) -> AsyncIterator[Runtime]:
+    async def open_runtime(
+        self, backend: str | Backend | None = None, state_keys: KeyRing | None = None
+    ) -> AsyncIterator[Runtime]:
         """Run the server: own everything one run needs, for the lifetime of a transport.
 
         ``backend`` (a URL, or an open ``Backend``) overrides the server's ``backend``
@@ -327,7 +329,7 @@ class Server:
         bus = SubscriptionBus(max_listeners=settings.max_listeners)
         lifespan = self._lifespan if self._lifespan is not None else _no_lifespan
         async with open_backend(backend or settings.backend) as opened, lifespan(self) as state:
-            ring = settings.state_keys
+            ring = state_keys if state_keys is not None else settings.state_keys
             if ring is None and (key := await opened.shared_key()) is not None:
                 ring = KeyRing([("shared", key)])
             sealer = StateSealer(ring, settings.state_ttl, settings.max_state_bytes)
@@ -359,12 +361,15 @@ class Server:
                     runtime.begin_draining()
                     nursery.cancel_scope.cancel()
 
-    def asgi_app(self, *, backend: str | None = None, **options: Any) -> AsgiApp:
+    def asgi_app(
+        self, *, backend: str | None = None, state_keys: KeyRing | None = None, **options: Any
+    ) -> AsgiApp:
         """The Streamable HTTP ASGI app for this server (see ``presa_trio.AsgiApp``);
-        ``backend`` overrides the server's ``backend`` setting for the app's runs."""
+        ``backend`` and ``state_keys`` override the server's settings for the app's runs."""
         if backend is not None:
             parse_url(backend)
-        return AsgiApp(self.dispatcher, partial(self.open_runtime, backend), **options)
+        run = partial(self.open_runtime, backend, state_keys)
+        return AsgiApp(self.dispatcher, run, **options)
 
     # ------------------------------------------------------------------ change notifications
 

@@ -378,3 +378,34 @@ async def test_serve_allows_the_hosts_and_the_body_size_it_is_told() -> None:
         assert await answer("mcp.example.com", padded) == 413
     finally:
         next(port_of, None)
+
+
+def mrtr_round(*flags: str, responses: dict[str, Any] | None = None, state: str = "") -> Any:
+    params: dict[str, Any] = {"name": "test_input_required_result_elicitation", "arguments": {}}
+    if responses is not None:
+        params.update(inputResponses=responses, requestState=state)
+    meta = {**META, "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}
+    line = json.dumps(
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {**params, "_meta": meta}}
+    )
+    result = presa("serve", "fixtures.conformance:server", "--stdio", *flags, stdin=line + "\n")
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_state_keys_from_the_command_line_verify_in_another_process() -> None:
+    key = "k1:" + "ab" * 32
+    asked = mrtr_round("--state-key", key)["result"]
+    assert asked["resultType"] == "input_required"
+    answer = {"user_name": {"action": "accept", "content": {"name": "Ada"}}}
+    again = mrtr_round("--state-key", key, responses=answer, state=asked["requestState"])
+    assert again["result"]["content"] == [{"type": "text", "text": "Hello, Ada!"}]
+    other = mrtr_round(
+        "--state-key", "k1:" + "cd" * 32, responses=answer, state=asked["requestState"]
+    )
+    assert other["error"]["code"] == -32602
+    refused = presa("serve", "examples.weather:server", "--stdio", "--state-key", "k1:zz")
+    assert (refused.returncode, refused.stderr) == (
+        2,
+        "presa-trio: a state key is ID:HEX, the id without '.', the key at least 16 bytes of hex\n",
+    )
