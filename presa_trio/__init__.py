@@ -7,6 +7,7 @@ HTTP with ``server.asgi_app()`` under ``hypercorn --worker-class trio``, or over
 
 from ._context import Context as Context
 from ._request_state import KeyRing as KeyRing
+from ._requestlog import RequestFilter as RequestFilter
 from ._results import ToolResult as ToolResult
 from ._runtime import Runtime as Runtime
 from ._schema import Schemas as Schemas
@@ -38,6 +39,7 @@ __all__ = [
     "MethodNotFound",
     "MissingCapability",
     "Param",
+    "RequestFilter",
     "Runtime",
     "Schemas",
     "Server",

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
+from ._requestlog import RequestFilter
 from ._transports._shutdown import ShutdownBound
 
 DESCRIPTION = """\
@@ -199,7 +200,12 @@ def serve(args: argparse.Namespace) -> int:
     from ._wire.admission import LOOPBACK_HOSTS, HostPolicy
 
     handler = logging.StreamHandler(sys.stderr)  # stdout is for MCP messages only
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.setFormatter(
+        logging.Formatter(
+            "%(asctime)s %(levelname)s %(name)s [%(mcp_method)s %(request_id)s]: %(message)s"
+        )
+    )
+    handler.addFilter(RequestFilter())
     presa_logger = logging.getLogger("presa_trio")
     presa_logger.addHandler(handler)
     presa_logger.setLevel(args.log_level.upper())

@@ -24,6 +24,7 @@ from ._context import Context
 from ._extensions import Extension
 from ._mrtr import InputRequired
 from ._request_state import StateSealer, binding_digest
+from ._requestlog import CURRENT
 from ._routes import Route
 from ._runtime import Runtime
 from ._schema import Schemas, error_definition
@@ -153,6 +154,19 @@ class Dispatcher:
         runtime: Runtime | None,
     ) -> None:
         """Answer one request through ``responder``; raises nothing but cancellation."""
+        token = CURRENT.set((str(request.id), request.method))  # for the log records
+        try:
+            await self._serve(request, headers, responder, runtime)
+        finally:
+            CURRENT.reset(token)
+
+    async def _serve(
+        self,
+        request: Request,
+        headers: routing.RoutingHeaders | None,
+        responder: Responder,
+        runtime: Runtime | None,
+    ) -> None:
         try:
             if runtime is None:
                 raise ServiceUnavailable("Server is not running: its lifespan has not started")
