@@ -156,26 +156,17 @@ class Dispatcher:
         """Answer one request through ``responder``; raises nothing but cancellation."""
         token = CURRENT.set((str(request.id), request.method))  # for the log records
         try:
-            await self._serve(request, headers, responder, runtime)
+            try:
+                if runtime is None:
+                    raise ServiceUnavailable("Server is not running: its lifespan has not started")
+                result = await self._run(request, headers, responder, runtime)
+                data, status = self._encoded(request, result_message(request.id, result))
+            except BaseException as exc:
+                error = self._error_of(exc, request.method)
+                data, status = self._error_data(request.id, error), error.http_status
+            await responder.finish(data, status)
         finally:
             CURRENT.reset(token)
-
-    async def _serve(
-        self,
-        request: Request,
-        headers: routing.RoutingHeaders | None,
-        responder: Responder,
-        runtime: Runtime | None,
-    ) -> None:
-        try:
-            if runtime is None:
-                raise ServiceUnavailable("Server is not running: its lifespan has not started")
-            result = await self._run(request, headers, responder, runtime)
-            data, status = self._encoded(request, result_message(request.id, result))
-        except BaseException as exc:
-            error = self._error_of(exc, request.method)
-            data, status = self._error_data(request.id, error), error.http_status
-        await responder.finish(data, status)
 
     async def refuse(
         self, error: McpError, request_id: RequestId | None, responder: Responder

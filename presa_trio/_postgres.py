@@ -37,6 +37,7 @@ from ._shared import (
     Message,
     SharedBackend,
     StorageUnavailable,
+    record_schema_version,
 )
 
 logger = logging.getLogger("presa_trio.postgres")
@@ -96,16 +97,7 @@ def migrate(conn: psycopg.Connection[Any]) -> None:
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
         for statement in _SCHEMA:
             conn.execute(statement)
-        row = conn.execute("SELECT value FROM presa_meta WHERE key = 'schema_version'").fetchone()
-        if row is None:
-            conn.execute(
-                "INSERT INTO presa_meta (key, value) VALUES ('schema_version', %s)",
-                (str(SCHEMA_VERSION),),
-            )
-        elif int(row[0]) > SCHEMA_VERSION:
-            raise BackendError(
-                f"the store was written by a newer presa_trio (schema {int(row[0])})"
-            )
+        record_schema_version(_Statements(conn), SCHEMA_VERSION)
 
 
 def check_database(url: str, timeout: float) -> None:

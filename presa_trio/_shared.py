@@ -29,7 +29,7 @@ from typing import Any, Protocol, TypeVar, final
 
 import trio
 
-from ._backend import Body, BroadcastHandler, CallHandler, new_worker_id
+from ._backend import BackendError, Body, BroadcastHandler, CallHandler, new_worker_id
 from ._boundary import error_boundary
 from .errors import ServiceUnavailable
 
@@ -51,6 +51,18 @@ class StorageUnavailable(ServiceUnavailable):
 
     def __init__(self) -> None:
         super().__init__("Shared state is unavailable; retry later")
+
+
+def record_schema_version(conn: Connection, version: int) -> None:
+    """Inside a migration: record ``version`` the first time, and refuse a database that a
+    newer presa_trio wrote."""
+    row = conn.execute("SELECT value FROM presa_meta WHERE key = 'schema_version'").fetchone()
+    if row is None:
+        conn.execute(
+            "INSERT INTO presa_meta (key, value) VALUES ('schema_version', ?)", (str(version),)
+        )
+    elif int(row[0]) > version:
+        raise BackendError(f"the store was written by a newer presa_trio (schema {int(row[0])})")
 
 
 def now_ms() -> int:

@@ -33,6 +33,7 @@ from ._shared import (
     Message,
     SharedBackend,
     StorageUnavailable,
+    record_schema_version,
 )
 
 logger = logging.getLogger("presa_trio.sqlite")
@@ -79,16 +80,7 @@ def migrate(conn: sqlite3.Connection) -> None:
     try:
         for statement in _SCHEMA:
             conn.execute(statement)
-        row = conn.execute("SELECT value FROM presa_meta WHERE key = 'schema_version'").fetchone()
-        if row is None:
-            conn.execute(
-                "INSERT INTO presa_meta (key, value) VALUES ('schema_version', ?)",
-                (str(SCHEMA_VERSION),),
-            )
-        elif int(row[0]) > SCHEMA_VERSION:
-            raise BackendError(
-                f"the store was written by a newer presa_trio (schema {int(row[0])})"
-            )
+        record_schema_version(conn, SCHEMA_VERSION)
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")

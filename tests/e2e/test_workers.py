@@ -19,14 +19,20 @@ from live_http import mcp_request, open_exchange
 from workers_client import HERE, LEASE, LOST, TASKS, YES, Cluster, park_and_run, warm
 
 
-@pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[Cluster]:
+def sqlite_setup(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """A folder for the tools' records, and the environment naming one SQLite file."""
     records = tmp_path / "records"
     records.mkdir()
     env = {
         "PRESA_STORE": f"sqlite:///{tmp_path}/shared.db?lease={LEASE}",
         "WORKERS_DIR": str(records),
     }
+    return records, env
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[Cluster]:
+    records, env = sqlite_setup(tmp_path)
     with running("workers_app:app", HERE, args=("--workers", "3"), env=env) as served:
         cluster = Cluster(served, records)
         trio.run(warm, cluster)
@@ -115,12 +121,7 @@ async def test_a_killed_instance_s_tasks_fail_within_the_lease_and_the_other_ser
 ) -> None:
     """Two hypercorn instances (one worker each) on one file: SIGKILL the one that runs and
     parks tasks; the other fails them within lease + lease/4 and keeps serving."""
-    records = tmp_path / "records"
-    records.mkdir()
-    env = {
-        "PRESA_STORE": f"sqlite:///{tmp_path}/shared.db?lease={LEASE}",
-        "WORKERS_DIR": str(records),
-    }
+    records, env = sqlite_setup(tmp_path)
     with (
         running("workers_app:app", HERE, env=env) as one,
         running("workers_app:app", HERE, env=env) as two,
@@ -147,12 +148,7 @@ async def test_under_one_hypercorn_a_killed_worker_s_tasks_fail_at_the_next_star
     (hypercorn 0.18 ``run``: it sets its shutdown event and terminates them at once, with
     a SIGTERM its workers do not handle). So every worker of that run is lost, and the next
     start finds their leases lapsed and fails all their unfinished tasks."""
-    records = tmp_path / "records"
-    records.mkdir()
-    env = {
-        "PRESA_STORE": f"sqlite:///{tmp_path}/shared.db?lease={LEASE}",
-        "WORKERS_DIR": str(records),
-    }
+    records, env = sqlite_setup(tmp_path)
     with running("workers_app:app", HERE, args=("--workers", "3"), env=env) as served:
         cluster = Cluster(served, records)
         await warm(cluster)

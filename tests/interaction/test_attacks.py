@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
+from asgi_scope import http_scope
 
 from fixtures.conformance import build_server
 from presa_trio import AsgiApp, Context, HostPolicy, InvalidParams, KeyRing, Server
@@ -966,19 +967,7 @@ async def asgi(
         await trio.lowlevel.checkpoint()
         sent.append(dict(message))
 
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": "POST",
-        "scheme": "http",
-        "path": "/mcp",
-        "raw_path": b"/mcp",
-        "query_string": b"",
-        "headers": headers,
-        "client": ("127.0.0.1", 50000),
-        "server": ("127.0.0.1", 8000),
-    }
+    scope = http_scope(headers)
     with trio.fail_after(5):
         await app(scope, receive, send)
     assert [m["type"] for m in sent] == ["http.response.start", "http.response.body"]

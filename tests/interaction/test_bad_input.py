@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 import pytest
+from asgi_scope import headers
 
 from presa_trio import Server
 from presa_trio.testing import Client, HttpResult, drive
@@ -15,17 +16,6 @@ META = {
     "io.modelcontextprotocol/protocolVersion": V,
     "io.modelcontextprotocol/clientCapabilities": {},
 }
-
-
-def headers(method: str = "server/discover", **extra: str) -> list[tuple[str, str]]:
-    found = [
-        ("content-type", "application/json"),
-        ("accept", "application/json, text/event-stream"),
-        ("mcp-protocol-version", V),
-        ("mcp-method", method),
-    ]
-    found += [(k.replace("_", "-"), v) for k, v in extra.items()]
-    return found
 
 
 def discover(request_id: Any = 1, **params: Any) -> str:

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
+from asgi_scope import http_scope
 
 from presa_trio import AsgiApp, Context, Server
 from presa_trio.ext.tasks import EXTENSION_ID, Limits, MemoryTaskStore, TaskRecord, TasksExtension
@@ -352,19 +353,7 @@ async def never_reading(
     the client neither reads on nor disconnects. Returns what the server tried to send."""
     message = client.message(method, params, meta=meta)
     headers = [(k.encode(), v.encode()) for k, v in client.headers_for(message)]
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": "POST",
-        "scheme": "http",
-        "path": "/mcp",
-        "raw_path": b"/mcp",
-        "query_string": b"",
-        "headers": [*headers, (b"host", b"localhost:8000")],
-        "client": ("127.0.0.1", 50000),
-        "server": ("127.0.0.1", 8000),
-    }
+    scope = http_scope([*headers, (b"host", b"localhost:8000")])
     pending = [json.dumps(message).encode()]
     attempted: list[dict[str, Any]] = []
 

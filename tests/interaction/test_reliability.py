@@ -14,6 +14,8 @@ from typing import Any, TypedDict
 import pytest
 import trio
 import trio.testing
+from asgi_scope import headers
+from asgi_scope import http_scope as raw_scope
 
 from fixtures.conformance import build_server
 from presa_trio import Context, Server, ToolResult, content, serve_stdio
@@ -32,17 +34,6 @@ SERVER_INFO_KEY = "io.modelcontextprotocol/serverInfo"
 IGNORED_KEYS = "io.github.presa-trio/ignoredInputKeys"
 YES = {"action": "accept", "content": {"confirm": True}}
 ALICE = {"action": "accept", "content": {"name": "Alice"}}
-
-
-def headers(method: str = "server/discover", **extra: str) -> list[tuple[str, str]]:
-    found = [
-        ("content-type", "application/json"),
-        ("accept", "application/json, text/event-stream"),
-        ("mcp-protocol-version", V),
-        ("mcp-method", method),
-    ]
-    found += [(k.replace("_", "-"), v) for k, v in extra.items()]
-    return found
 
 
 def call_body(
@@ -848,28 +839,10 @@ async def test_stored_tasks_are_bounded_per_principal() -> None:
 
 
 def http_scope(method: str = "tools/call", name: str | None = None) -> dict[str, Any]:
-    raw = [
-        (b"host", b"127.0.0.1:8000"),
-        (b"content-type", b"application/json"),
-        (b"accept", b"application/json, text/event-stream"),
-        (b"mcp-protocol-version", V.encode()),
-        (b"mcp-method", method.encode()),
-    ]
-    if name is not None:
-        raw.append((b"mcp-name", name.encode()))
-    return {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": "POST",
-        "scheme": "http",
-        "path": "/mcp",
-        "raw_path": b"/mcp",
-        "query_string": b"",
-        "headers": raw,
-        "client": ("127.0.0.1", 50000),
-        "server": ("127.0.0.1", 8000),
-    }
+    extra = {} if name is None else {"mcp_name": name}
+    raw = [(b"host", b"127.0.0.1:8000")]
+    raw += [(k.encode(), v.encode()) for k, v in headers(method, **extra)]
+    return raw_scope(raw)
 
 
 class Peer:

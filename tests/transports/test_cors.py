@@ -6,44 +6,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import trio
+from asgi_scope import exchange
 
 from presa_trio import HostPolicy, Server
 from presa_trio.testing import Client
 
 APP_ORIGIN = "https://app.example.com"
-
-
-async def exchange(app: Any, method: str, headers: list[tuple[str, str]], body: bytes = b"") -> Any:
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": method,
-        "scheme": "http",
-        "path": "/mcp",
-        "raw_path": b"/mcp",
-        "root_path": "",
-        "query_string": b"",
-        "headers": [(k.encode(), v.encode()) for k, v in headers],
-        "client": ("127.0.0.1", 1),
-        "server": ("127.0.0.1", 80),
-    }
-    sent: list[dict[str, Any]] = []
-    delivered = False
-
-    async def receive() -> dict[str, Any]:
-        nonlocal delivered
-        if not delivered:
-            delivered = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        await trio.sleep_forever()  # a client that waits for its answer
-
-    async def send(message: dict[str, Any]) -> None:
-        sent.append(message)
-
-    await app(scope, receive, send)
-    return sent[0]["status"], dict(sent[0]["headers"])
 
 
 def app_with(cors: bool) -> Any:
@@ -62,10 +30,14 @@ PREFLIGHT = [
 ]
 
 
+async def preflight(app: Any, origin: str) -> tuple[int, dict[bytes, bytes]]:
+    return await exchange(app, [*PREFLIGHT, ("origin", origin)], method="OPTIONS")
+
+
 async def test_a_preflight_from_an_allowed_origin_is_answered() -> None:
     app = app_with(cors=True)
     async with app.lifespan():
-        status, headers = await exchange(app, "OPTIONS", [*PREFLIGHT, ("origin", APP_ORIGIN)])
+        status, headers = await preflight(app, APP_ORIGIN)
     assert status == 204
     assert headers[b"access-control-allow-origin"] == APP_ORIGIN.encode()
     assert headers[b"access-control-allow-methods"] == b"POST"
@@ -78,9 +50,7 @@ async def test_a_preflight_from_an_allowed_origin_is_answered() -> None:
 async def test_a_preflight_from_another_origin_is_refused() -> None:
     app = app_with(cors=True)
     async with app.lifespan():
-        status, headers = await exchange(
-            app, "OPTIONS", [*PREFLIGHT, ("origin", "https://evil.example.com")]
-        )
+        status, headers = await preflight(app, "https://evil.example.com")
     assert status == 403
     assert b"access-control-allow-origin" not in headers
 
@@ -92,11 +62,11 @@ async def test_answers_to_an_allowed_origin_name_it_and_cors_is_off_by_default()
             client = Client(app)
             message = client.message("server/discover")
             headers = [*client.headers_for(message), ("origin", APP_ORIGIN)]
-            status, answered = await exchange(app, "POST", headers, json.dumps(message).encode())
+            status, answered = await exchange(app, headers, json.dumps(message).encode())
             assert status == 200
             if cors:
                 assert answered[b"access-control-allow-origin"] == APP_ORIGIN.encode()
             else:
                 assert b"access-control-allow-origin" not in answered
-            status, _ = await exchange(app, "OPTIONS", [*PREFLIGHT, ("origin", APP_ORIGIN)])
+            status, _ = await preflight(app, APP_ORIGIN)
             assert status == (204 if cors else 405)

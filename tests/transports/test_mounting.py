@@ -4,46 +4,12 @@ full path with the mount point as ``root_path``) serves its own path below the p
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import pytest
-import trio
+from asgi_scope import exchange
 
 from presa_trio import Server
 from presa_trio.testing import Client
-
-
-async def exchange(app: Any, path: str, root_path: str, body: bytes, headers: Any) -> int:
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": "POST",
-        "scheme": "http",
-        "path": path,
-        "raw_path": path.encode(),
-        "root_path": root_path,
-        "query_string": b"",
-        "headers": [(k.encode(), v.encode()) for k, v in headers],
-        "client": ("127.0.0.1", 1),
-        "server": ("127.0.0.1", 80),
-    }
-    sent: list[dict[str, Any]] = []
-    delivered = False
-
-    async def receive() -> dict[str, Any]:
-        nonlocal delivered
-        if not delivered:
-            delivered = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        await trio.sleep_forever()  # a client that waits for its answer
-
-    async def send(message: dict[str, Any]) -> None:
-        sent.append(message)
-
-    await app(scope, receive, send)
-    status: int = sent[0]["status"]
-    return status
 
 
 @pytest.mark.parametrize(
@@ -66,4 +32,7 @@ async def test_the_path_is_matched_below_the_mount_point(
         client = Client(app)
         message = client.message("server/discover")
         body = json.dumps(message).encode()
-        assert await exchange(app, path, root_path, body, client.headers_for(message)) == status
+        answered, _ = await exchange(
+            app, client.headers_for(message), body, path=path, root_path=root_path
+        )
+        assert answered == status
