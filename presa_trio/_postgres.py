@@ -34,6 +34,7 @@ from ._shared import (
     DEFAULT_LEASE,
     IDLE_POLL,
     Connection,
+    Health,
     Message,
     SharedBackend,
     StorageUnavailable,
@@ -155,7 +156,7 @@ class PostgresDatabase:
             name="presa_trio",
         )
         self._limiter = trio.CapacityLimiter(pool_size)
-        self._failing = False
+        self._health = Health("postgresql", logger)
         self._listener: psycopg.Connection[Any] | None = None
         self._listening = threading.Lock()  # guards the three below, shared with _wait
         self._waiting = False
@@ -192,10 +193,10 @@ class PostgresDatabase:
             result = await trio.to_thread.run_sync(self._in_thread, fn)
         fault = result.error if isinstance(result, outcome.Error) else None
         if isinstance(fault, FAULTS):
-            self._report(fault)
+            self._health.failed(_first_line(fault))
             raise StorageUnavailable() from None
         if fault is None:
-            self._recovered()
+            self._health.worked()
         return result.unwrap()
 
     async def write(self, fn: Callable[[Connection], T]) -> T:
@@ -216,7 +217,7 @@ class PostgresDatabase:
         try:
             await trio.to_thread.run_sync(self._wait, abandon_on_cancel=True)
         except FAULTS as exc:
-            self._report(exc)
+            self._health.failed(_first_line(exc))
             await trio.sleep(min(IDLE_POLL, self.timeout))
             # the rows are the truth: read them anyway, the pool may still reach the database
 
@@ -262,19 +263,6 @@ class PostgresDatabase:
                 return outcome.capture(fn, _Statements(conn))
         except FAULTS as exc:
             return outcome.Error(exc)
-
-    def _report(self, exc: BaseException) -> None:
-        if not self._failing:
-            self._failing = True
-            logger.warning(
-                "the postgresql store failed (%s); requests that need it get 503",
-                _first_line(exc),
-            )
-
-    def _recovered(self) -> None:
-        if self._failing:
-            self._failing = False
-            logger.warning("the postgresql store works again")
 
 
 @asynccontextmanager

@@ -53,6 +53,32 @@ class StorageUnavailable(ServiceUnavailable):
         super().__init__("Shared state is unavailable; retry later")
 
 
+@final
+class Health:
+    """A database's failures, logged once per episode: the first failure, then the first
+    success after it (``kind`` names the database; the detail never names a file or host
+    beyond what the driver's message says)."""
+
+    __slots__ = ("_failing", "_kind", "_log")
+
+    def __init__(self, kind: str, log: logging.Logger) -> None:
+        self._kind = kind
+        self._log = log
+        self._failing = False
+
+    def failed(self, detail: str) -> None:
+        if not self._failing:
+            self._failing = True
+            self._log.warning(
+                "the %s store failed (%s); requests that need it get 503", self._kind, detail
+            )
+
+    def worked(self) -> None:
+        if self._failing:
+            self._failing = False
+            self._log.warning("the %s store works again", self._kind)
+
+
 def record_schema_version(conn: Connection, version: int) -> None:
     """Inside a migration: record ``version`` the first time, and refuse a database that a
     newer presa_trio wrote."""

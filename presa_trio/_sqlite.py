@@ -30,6 +30,7 @@ from ._shared import (
     DEFAULT_LEASE,
     IDLE_POLL,
     Connection,
+    Health,
     Message,
     SharedBackend,
     StorageUnavailable,
@@ -121,7 +122,7 @@ class SqliteDatabase:
         self.timeout = busy_timeout
         self._limiter = trio.CapacityLimiter(pool_size)
         self._idle: list[sqlite3.Connection] = []
-        self._failing = False
+        self._health = Health("sqlite", logger)
         self._watch: sqlite3.Connection | None = None
         self._version: int | None = None
 
@@ -145,7 +146,7 @@ class SqliteDatabase:
             try:
                 opened, result = await trio.to_thread.run_sync(self._in_thread, conn, fn)
             except sqlite3.Error as exc:  # opening a connection failed
-                self._report(exc)
+                self._health.failed(str(exc))
                 raise StorageUnavailable() from None
             fault = result.error if isinstance(result, outcome.Error) else None
             if isinstance(fault, sqlite3.Error) or opened.in_transaction:
@@ -153,10 +154,10 @@ class SqliteDatabase:
             else:
                 self._idle.append(opened)
         if isinstance(fault, sqlite3.Error):
-            self._report(fault)
+            self._health.failed(str(fault))
             raise StorageUnavailable() from None
         if fault is None:
-            self._recovered()
+            self._health.worked()
         return result.unwrap()
 
     async def write(self, fn: Callable[[Connection], T]) -> T:
@@ -191,7 +192,7 @@ class SqliteDatabase:
         try:
             return await trio.to_thread.run_sync(self._poll_once, after)
         except sqlite3.Error as exc:
-            self._report(exc)
+            self._health.failed(str(exc))
             if self._watch is not None:
                 self._watch.close()
                 self._watch = None
@@ -218,16 +219,6 @@ class SqliteDatabase:
         if conn is None:
             conn = connect(self.path, self.timeout)
         return conn, outcome.capture(fn, conn)
-
-    def _report(self, exc: sqlite3.Error) -> None:
-        if not self._failing:
-            self._failing = True
-            logger.warning("the sqlite store failed (%s); requests that need it get 503", exc)
-
-    def _recovered(self) -> None:
-        if self._failing:
-            self._failing = False
-            logger.warning("the sqlite store works again")
 
 
 @asynccontextmanager
