@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Any, final
+from typing import final
 
 import trio
 
@@ -24,12 +24,10 @@ from .._wire.admission import HostPolicy, refuse_any
 from .._wire.headers import RoutingHeaders
 from .._wire.jsonrpc import EnvelopeError, Notification, parse_message
 from ..errors import Forbidden, RequestTimeout, RequestTooLarge
+from ._asgi_types import Asgi, Message, Receive, Scope, Send
 from ._shutdown import ShutdownBound
+from .mount import Mounted
 
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
 OpenRuntime = Callable[[], AbstractAsyncContextManager[Runtime]]
 
 logger = logging.getLogger("presa_trio.http")
@@ -108,6 +106,13 @@ class AsgiApp:
         passes the host app and wants no state back: ``lifespan=mcp_app.host_lifespan``."""
         async with self.lifespan():
             yield None
+
+    def mounted(self, host: Asgi, at: str) -> Mounted:
+        """This app under the path prefix ``at`` of ``host``, as one ASGI app that also runs
+        this server's lifespan around the host's: for a host with no ``lifespan=`` hook of its
+        own to lend (Quart-Trio: ``app.asgi_app = mcp_app.mounted(app.asgi_app, at="/deploy")``).
+        """
+        return Mounted(self, host, at)
 
     def open_runtime(self) -> AbstractAsyncContextManager[Runtime]:
         """Run the server for this app (as ``lifespan()`` does), e.g. to serve it on stdio."""
