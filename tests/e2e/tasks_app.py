@@ -4,7 +4,8 @@
 without ``Mcp-Name`` refused, -32020); otherwise with ``require_name_header=False``, as
 today's Python clients need. With ``PRESA_WIRE_LOG=PATH`` every exchange is appended to PATH
 as one JSON line (the method, whether ``Mcp-Name`` was sent, the HTTP status, the answer):
-the test's wire capture.
+the test's wire capture. With ``PRESA_SPANS=PATH`` the server traces (``Server(tracing=...)``)
+and every finished span is appended to PATH as one JSON line.
 """
 
 from __future__ import annotations
@@ -18,8 +19,23 @@ import trio
 from presa_trio import Context, Server
 from presa_trio.ext.tasks import TasksExtension
 
+
+def tracer_provider(path: str) -> Any:
+    """An SDK tracer provider writing each finished span to ``path`` as a JSON line."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProcessor
+
+    out = open(path, "a")  # noqa: SIM115 (open for the life of the process)
+    exporter = ConsoleSpanExporter(out=out, formatter=lambda span: span.to_json(indent=None) + "\n")
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    return provider
+
+
 strict = os.environ.get("PRESA_TASKS_STRICT") == "1"
-server = Server("tasks-e2e", "1.0", validate_outbound=True)
+spans = os.environ.get("PRESA_SPANS")
+tracing = tracer_provider(spans) if spans else False
+server = Server("tasks-e2e", "1.0", validate_outbound=True, tracing=tracing)
 server.add_extension(TasksExtension(require_name_header=strict))
 NAME_FORM = {
     "mode": "form",

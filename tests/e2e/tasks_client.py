@@ -4,7 +4,9 @@ client (``mcp``) with the fastmcp-tasks client extension, and FastMCP's client w
 
 Run as a script in its own interpreter (asyncio), like ``sdk_client.py``:
 ``python tasks_client.py URL``. It prints one JSON object: what each step returned, or the
-JSON-RPC error it ended with.
+JSON-RPC error it ended with. ``python tasks_client.py --traced URL`` runs one task inside a
+span of its own, with an OpenTelemetry SDK configured, and prints the client's spans: FastMCP
+puts the trace context in each request's ``_meta``.
 """
 
 from __future__ import annotations
@@ -92,9 +94,40 @@ async def with_handle(url: str) -> dict[str, Any]:
     return seen
 
 
+async def traced(url: str) -> dict[str, Any]:
+    """One task followed to its result inside a client span; the client's spans."""
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    trace.set_tracer_provider(provider)
+    async with FastMCPClient(url) as client:
+        with trace.get_tracer("tasks-client").start_as_current_span("agent"):
+            task = await call_tool_task(client, "slow_add", {"a": 1, "b": 1})
+            result = await task.result()
+    return {
+        "content": [block.model_dump(exclude_none=True) for block in result.content],
+        "spans": [
+            {
+                "name": span.name,
+                "trace_id": f"{span.context.trace_id:032x}",
+                "span_id": f"{span.context.span_id:016x}",
+            }
+            for span in exporter.get_finished_spans()
+        ],
+    }
+
+
 async def main(url: str) -> dict[str, Any]:
     return {"sdk": await with_sdk(url), "handle": await with_handle(url)}
 
 
 if __name__ == "__main__":
-    print(json.dumps(asyncio.run(main(sys.argv[1]))))
+    if sys.argv[1] == "--traced":
+        print(json.dumps(asyncio.run(traced(sys.argv[2]))))
+    else:
+        print(json.dumps(asyncio.run(main(sys.argv[1]))))

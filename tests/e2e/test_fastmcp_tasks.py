@@ -7,7 +7,8 @@ These clients send no ``Mcp-Name`` on ``tasks/*`` (the spec says a client MUST).
 ``tools/call``, polled with ``tasks/get`` to its result, parked for input and answered with
 ``tasks/update``, cancelled with ``tasks/cancel``. The strict default refuses the very first
 ``tasks/get`` with -32020, so the switch is what makes these clients work. The server's wire
-capture shows both.
+capture shows both. With the server tracing, the client's trace (FastMCP and the SDK put it
+in ``_meta``) continues through the request, the task and the tool's run.
 """
 
 from __future__ import annotations
@@ -102,3 +103,39 @@ def test_the_strict_default_refuses_them(tmp_path: Path) -> None:
         assert exchange["mcp_name"] is None
         assert exchange["status"] == 400
         assert exchange["answer"]["error"]["code"] == -32020
+
+
+def test_a_clients_trace_continues_through_its_task(tmp_path: Path) -> None:
+    spans_path = tmp_path / "spans.jsonl"
+    env = {"PRESA_SPANS": str(spans_path)}
+    with running("tasks_app:app", HERE, env=env) as served:
+        done = subprocess.run(
+            [sys.executable, str(CLIENT), "--traced", f"http://127.0.0.1:{served.port}/mcp"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode == 0, f"client failed:\n{done.stdout}\n{done.stderr}"
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen["content"] == [{"type": "text", "text": "2"}]
+    (agent,) = [s for s in seen["spans"] if s["name"] == "agent"]
+    trace_id = "0x" + agent["trace_id"]
+    client_ids = {"0x" + s["span_id"] for s in seen["spans"] if s["trace_id"] == agent["trace_id"]}
+    spans = [json.loads(line) for line in spans_path.read_text().splitlines()]
+    traced = [s for s in spans if s["context"]["trace_id"] == trace_id]
+    by_name = {s["name"]: s for s in traced}
+    request, task, tool = (
+        by_name[n] for n in ("tools/call slow_add", "task slow_add", "execute_tool slow_add")
+    )
+    assert request["kind"] == "SpanKind.SERVER"
+    assert request["parent_id"] in client_ids  # the client's span, from _meta traceparent
+    assert task["parent_id"] == request["context"]["span_id"]
+    assert tool["parent_id"] == task["context"]["span_id"]
+    assert task["attributes"]["mcp.task.status"] == "completed"
+    polls = [s for s in traced if s["name"] == "tasks/get"]
+    assert polls
+    assert all(s["kind"] == "SpanKind.SERVER" and s["parent_id"] in client_ids for s in polls)
+    # everything the server did for this task is in the client's trace
+    assert {s["name"] for s in spans} - {s["name"] for s in traced} <= {"server/discover"}
