@@ -117,14 +117,12 @@ class Tracing:
 
     # ------------------------------------------------------------------ spans
 
-    def start(
-        self, name: str, attributes: Mapping[str, Any] | None = None, *, server: bool = False
-    ) -> SpanHandle:
-        """Start a span (INTERNAL unless ``server``), child of the current context. It is not
-        current until ``with span.current():``; end it with ``span.end()``."""
+    def start(self, name: str, attributes: Mapping[str, Any] | None = None) -> SpanHandle:
+        """Start an INTERNAL span, child of the current context. It is not current until
+        ``with span.current():``; end it with ``span.end()``."""
         try:
-            kind = self._server if server else self._internal
-            span = self._tracer.start_span(name, kind=kind, attributes=dict(attributes or {}))
+            attributes = dict(attributes or {})
+            span = self._tracer.start_span(name, kind=self._internal, attributes=attributes)
         except Exception:
             self._failed("starting a span")
             return SpanHandle(self, None)
