@@ -23,6 +23,7 @@ from ._listen import listen
 from ._registry import Tool
 from ._routes import Route
 from ._served import Served
+from ._tracing import Tracing
 from ._wire.headers import check_params
 from .errors import InvalidParams
 
@@ -80,6 +81,16 @@ async def _call(ctx: Context, tool: Tool, arguments: Mapping[str, Any]) -> dict[
     return await tool.call(ctx, arguments)
 
 
+async def _traced_call(
+    tracing: Tracing, ctx: Context, tool: Tool, arguments: Mapping[str, Any]
+) -> dict[str, Any]:
+    """``_call`` in a span of its own: the tool's run, wherever it happens (in a task too)."""
+    with tracing.tool(tool.name) as span:
+        result = await tool.call(ctx, arguments)
+        span.answered(result)
+        return result
+
+
 def _through(extension: Any, call_next: CallNext) -> CallNext:
     async def call(ctx: Context, tool: Tool, arguments: Mapping[str, Any]) -> dict[str, Any]:
         result: dict[str, Any] = await extension.call_tool(ctx, tool, arguments, call_next)
@@ -96,7 +107,8 @@ async def call_tool(served: Served, ctx: Context, params: dict[str, Any]) -> dic
     arguments: dict[str, Any] = params.get("arguments") or {}
     if ctx.headers is not None and tool.header_params:
         check_params(ctx.headers, tool.header_params, arguments)
-    call: CallNext = _call
+    tracing = served.settings.tracing
+    call: CallNext = _call if tracing is None else partial(_traced_call, tracing)
     for extension in reversed(served.extensions):  # the first added is the outermost
         call = _through(extension, call)
     return await call(ctx, tool, arguments)

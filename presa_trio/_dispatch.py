@@ -152,20 +152,34 @@ class Dispatcher:
         headers: routing.RoutingHeaders | None,
         responder: Responder,
         runtime: Runtime | None,
+        *,
+        connection: Mapping[str, Any] | None = None,
     ) -> None:
-        """Answer one request through ``responder``; raises nothing but cancellation."""
+        """Answer one request through ``responder``; raises nothing but cancellation.
+
+        ``connection`` is what the transport knows of the connection, as span attributes
+        (``network.transport`` and so on); it is read only when the server traces.
+        """
         token = CURRENT.set((str(request.id), request.method))  # for the log records
+        tracing = self.settings.tracing
+        span = None if tracing is None else tracing.request(request, connection)
         try:
             try:
                 if runtime is None:
                     raise ServiceUnavailable("Server is not running: its lifespan has not started")
                 result = await self._run(request, headers, responder, runtime)
-                data, status = self._encoded(request, result_message(request.id, result))
+                data, status = self._encoded(request, result), 200
+                if span is not None:
+                    span.answered(result)
             except BaseException as exc:
                 error = self._error_of(exc, request.method)
+                if span is not None:
+                    span.refused(error)
                 data, status = self._error_data(request.id, error), error.http_status
             await responder.finish(data, status)
         finally:
+            if span is not None:
+                span.end()
             CURRENT.reset(token)
 
     async def refuse(
@@ -210,16 +224,15 @@ class Dispatcher:
         self._check_result(route, result)
         return result
 
-    def _encoded(self, request: Request, message: dict[str, Any]) -> tuple[bytes, int]:
-        """``message`` as bytes, with its HTTP status; a result that is not JSON (``NaN``, a
+    def _encoded(self, request: Request, result: dict[str, Any]) -> bytes:
+        """The response carrying ``result``, as bytes; a result that is not JSON (``NaN``, a
         lone surrogate) is a server fault, answered -32603 like any other, never a broken
         response."""
         try:
-            return encode(message), 200
+            return encode(result_message(request.id, result))
         except (ValueError, UnicodeEncodeError):
             logger.error("the %s result is not JSON and was dropped", request.method)
-            error = InternalError("Internal error")
-            return self._error_data(request.id, error), error.http_status
+            raise InternalError("Internal error") from None
 
     def _error_data(self, request_id: RequestId | None, error: McpError) -> bytes:
         message = error_message(request_id, error)

@@ -21,6 +21,7 @@ from ._registry import Registry, Tool
 from ._routes import Route
 from ._runtime import Runtime
 from ._schema import Schemas
+from ._tracing import Tracing
 from .errors import InvalidParams
 
 CallNext = Callable[[Context, Tool, Mapping[str, Any]], Awaitable[dict[str, Any]]]
@@ -33,12 +34,21 @@ class ExtensionContext:
     It is handed to ``Extension.serve`` when a run starts; keep it in the service you start.
     """
 
-    __slots__ = ("_registry", "_runtime", "schemas")
+    __slots__ = ("_registry", "_runtime", "schemas", "tracing")
 
-    def __init__(self, runtime: Runtime, registry: Registry, schemas: Schemas) -> None:
+    def __init__(
+        self,
+        runtime: Runtime,
+        registry: Registry,
+        schemas: Schemas,
+        *,
+        tracing: Tracing | None = None,
+    ) -> None:
         self._runtime = runtime
         self._registry = registry
         self.schemas = schemas
+        #: Where the server's spans go (``Tracing.start``), or None: it does not trace.
+        self.tracing = tracing
 
     def publish(
         self, method: str, params: Mapping[str, Any], *, key: str, value: str | None = None

@@ -16,6 +16,7 @@ from ._context import Context
 from ._extensions import Extension
 from ._registry import Registry
 from ._request_state import DEFAULT_MAX_STATE_BYTES, DEFAULT_TTL_SECONDS, KeyRing
+from ._tracing import Tracing
 from ._wire import dialect
 
 DEFAULT_MAX_THREADS = 40
@@ -46,6 +47,7 @@ class Settings:
     max_background: int = DEFAULT_MAX_BACKGROUND
     loop_warning: float | None = 0.5
     backend: str | None = None
+    tracing: Tracing | None = None  # None: no spans, and opentelemetry is never imported
 
     def __post_init__(self) -> None:
         if self.cache_scope not in ("public", "private"):

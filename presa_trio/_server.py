@@ -12,7 +12,7 @@ import logging
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from functools import partial
-from typing import Any, TypeVar, final
+from typing import TYPE_CHECKING, Any, TypeVar, final
 
 import trio
 
@@ -35,8 +35,12 @@ from ._served import (
     Settings,
 )
 from ._signature import Handler, Signature
+from ._tracing import Tracing
 from ._transports.asgi import AsgiApp
 from .backends import open_backend
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import TracerProvider
 
 F = TypeVar("F", bound=Handler)
 Lifespan = Callable[["Server"], AbstractAsyncContextManager[Any]]
@@ -54,6 +58,12 @@ logger = logging.getLogger("presa_trio")
 def _doc(fn: Handler) -> str | None:
     doc = inspect.getdoc(fn)
     return doc.strip() if doc else None
+
+
+def _tracing(tracing: bool | TracerProvider) -> Tracing | None:
+    if tracing is False:
+        return None
+    return Tracing(None if tracing is True else tracing)
 
 
 def _no_bare(decorator: str, first: object) -> None:
@@ -85,6 +95,9 @@ class Server:
     ``lifespan(server)`` is an async context manager entered by every run before anything
     is served and left after everything stopped (tasks included): open a database pool or
     an HTTP client there; what it yields is ``ctx.lifespan`` in every handler.
+    ``tracing`` turns on OpenTelemetry spans (see README "Observability"): ``True`` sends
+    them to the global tracer provider, or pass a ``TracerProvider``. It needs the
+    ``opentelemetry-api`` package (``presa_trio[otel]``); off, it costs nothing.
     """
 
     def __init__(
@@ -111,6 +124,7 @@ class Server:
         loop_warning: float | None = 0.5,
         backend: str | None = None,
         lifespan: Lifespan | None = None,
+        tracing: bool | TracerProvider = False,
     ) -> None:
         info: dict[str, Any] = {"name": name, "version": version}
         if title is not None:
@@ -134,6 +148,7 @@ class Server:
             max_background=max_background,
             loop_warning=loop_warning,
             backend=backend,
+            tracing=_tracing(tracing),
         )
         self.schemas = schemas if schemas is not None else Schemas()
         self.registry = Registry()
@@ -351,7 +366,9 @@ class Server:
                             runtime.watch_event_loop, settings.loop_warning, name="loop watch"
                         )
                     for extension in self._extensions:
-                        context = ExtensionContext(runtime, self.registry, self.schemas)
+                        context = ExtensionContext(
+                            runtime, self.registry, self.schemas, tracing=settings.tracing
+                        )
                         service = await nursery.start(_run_service, extension, context)
                         runtime.add_service(extension.id, service)
                     self._runtimes.add(runtime)

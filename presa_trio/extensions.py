@@ -2,7 +2,8 @@
 
 Subclass ``Extension``; serve methods with ``Route``; keep per-run state in the service your
 ``serve`` starts (it receives an ``ExtensionContext``); wrap work you run for users in the
-same error boundaries the core uses. ``presa_trio.ext.tasks`` is written on this alone.
+same error boundaries the core uses, and trace it with ``ExtensionContext.tracing`` (None when
+the server does not trace). ``presa_trio.ext.tasks`` is written on this alone.
 """
 
 from ._boundary import error_boundary as error_boundary
@@ -13,13 +14,17 @@ from ._extensions import ExtensionContext as ExtensionContext
 from ._registry import Tool as Tool
 from ._results import error_result as error_result
 from ._routes import Route as Route
+from ._tracing import SpanHandle as SpanHandle
+from ._tracing import Tracing as Tracing
 
 __all__ = [
     "CallNext",
     "Extension",
     "ExtensionContext",
     "Route",
+    "SpanHandle",
     "Tool",
+    "Tracing",
     "error_boundary",
     "error_result",
     "protocol_error",

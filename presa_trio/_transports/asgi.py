@@ -19,6 +19,7 @@ import trio
 from .._boundary import partition, single
 from .._dispatch import Dispatcher
 from .._runtime import Runtime
+from .._tracing import http_attributes
 from .._wire import cors, sse
 from .._wire.admission import HostPolicy, refuse_any
 from .._wire.headers import RoutingHeaders
@@ -208,7 +209,9 @@ class AsgiApp:
             responder = HttpResponder(send, nursery.cancel_scope, self.write_timeout, allowed)
             nursery.start_soon(_cancel_on_disconnect, receive, nursery.cancel_scope)
             headers = RoutingHeaders(scope["headers"])
-            await self.dispatcher.serve(message, headers, responder, runtime)
+            traced = self.dispatcher.settings.tracing is not None
+            connection = http_attributes(scope) if traced else None
+            await self.dispatcher.serve(message, headers, responder, runtime, connection=connection)
             nursery.cancel_scope.cancel()
 
     async def _read_body(self, receive: Receive, responder: HttpResponder) -> bytes | None:

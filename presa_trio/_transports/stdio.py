@@ -19,6 +19,7 @@ import trio
 
 from .._dispatch import Dispatcher
 from .._runtime import Runtime
+from .._tracing import PIPE
 from .._wire.jsonrpc import EnvelopeError, Notification, Request, RequestId, parse_message
 from ..errors import RequestTooLarge
 
@@ -136,7 +137,7 @@ class _Session:
         try:
             with scope:
                 responder = StdioResponder(self.out)
-                await self.dispatcher.serve(request, None, responder, self.runtime)
+                await self.dispatcher.serve(request, None, responder, self.runtime, connection=PIPE)
         finally:
             if self.inflight.get(request.id) is scope:
                 del self.inflight[request.id]

@@ -149,7 +149,7 @@ class TasksExtension(Extension):
                 value=record.task_id,
             )
 
-        runner = TaskRunner(store, self.now_ms, publish, backend)
+        runner = TaskRunner(store, self.now_ms, publish, backend, context.tracing)
         async with trio.open_nursery() as nursery:
             await nursery.start(runner.serve)
             if isinstance(store, SqlTaskStore) and isinstance(backend, SharedBackend):

@@ -24,7 +24,7 @@ import trio
 
 from ...backends import Backend
 from ...errors import ServiceUnavailable
-from ...extensions import error_boundary, protocol_error
+from ...extensions import SpanHandle, Tracing, error_boundary, protocol_error
 from ._states import (
     CancelRequested,
     Completed,
@@ -124,8 +124,10 @@ class TaskRunner:
         now_ms: Callable[[], int],
         publish: Publish | None = None,
         backend: Backend | None = None,
+        tracing: Tracing | None = None,
     ) -> None:
         self.store = store
+        self.tracing = tracing  # None: no task spans
         self.now_ms = now_ms
         self.publish = publish
         # With a shared backend, tasks run by other workers are reached through it.
@@ -229,6 +231,7 @@ class TaskRunner:
         live: _Live,
         task_status: trio.TaskStatus[None],
     ) -> None:
+        span = self._span(record)
         task_status.started()
         outcome: TaskEvent = Stopped()  # what stands if the runner itself is cancelled
         try:
@@ -237,7 +240,8 @@ class TaskRunner:
                 # never starts (the scope catches its own cancellation)
                 await trio.lowlevel.checkpoint_if_cancelled()
                 with trio.move_on_at(self._deadline(record)) as ttl:
-                    outcome = await self._attempt(record, work, answered, live)
+                    with span.current() if span is not None else nullcontext():
+                        outcome = await self._attempt(record, work, answered, live)
                 if ttl.cancelled_caught:
                     outcome = Expired()
             if live.scope.cancel_called:  # a client's cancel is honoured, whatever came after
@@ -250,6 +254,33 @@ class TaskRunner:
                 await self._settle(record.task_id, outcome)
             del self._live[record.task_id]
             live.done.set()
+            if span is not None:
+                self._end_span(span, record, outcome)
+
+    def _span(self, record: TaskRecord) -> SpanHandle | None:
+        """The task's span, from creation to its terminal state: a child of the creating
+        request's span (the task inherits that request's context), current while its work
+        runs, so the tool's own span nests under it."""
+        if self.tracing is None:
+            return None
+        attributes = {"mcp.task.id": record.task_id, "gen_ai.tool.name": record.tool}
+        return self.tracing.start(f"task {record.tool}", attributes)
+
+    def _end_span(self, span: SpanHandle, record: TaskRecord, outcome: TaskEvent) -> None:
+        """End the span as the outcome left the task: ``mcp.task.status`` is its terminal
+        status; a failure (also an expiry, or the server stopping) is an error with the
+        task's inlined code, a tool result with ``isError`` a ``tool_error``. A client's
+        ``tasks/cancel`` is how a task is meant to end early: cancelled, not an error."""
+        try:
+            with error_boundary(f"tracing task {record.task_id}", logger):
+                final = apply(record, outcome, self.now_ms())
+                span.set("mcp.task.status", final.status.value)
+                if final.error is not None:
+                    span.fail(str(final.error.get("code")), str(final.error.get("message", "")))
+                elif final.result is not None and final.result.get("isError") is True:
+                    span.fail("tool_error")
+        finally:
+            span.end()
 
     async def _settle(self, task_id: str, outcome: TaskEvent) -> None:
         """Record a task's outcome, retrying a failing store a few times (the caller bounds
