@@ -162,7 +162,11 @@ class Dispatcher:
         """
         token = CURRENT.set((str(request.id), request.method))  # for the log records
         tracing = self.settings.tracing
-        span = None if tracing is None else tracing.request(request, connection)
+        span = (
+            None
+            if tracing is None
+            else tracing.request(request, connection, known=request.method in self._routes)
+        )
         try:
             try:
                 if runtime is None:

@@ -128,8 +128,13 @@ class Tracing:
             return SpanHandle(self, None)
         return SpanHandle(self, span)
 
-    def request(self, request: Request, connection: Mapping[str, Any] | None) -> RequestSpan:
+    def request(
+        self, request: Request, connection: Mapping[str, Any] | None, *, known: bool = True
+    ) -> RequestSpan:
         """The SERVER span of one request, current from now until ``end``.
+
+        A method the server does not route (``known=False``) names its span ``_OTHER``, so a
+        client cannot mint span names (the attribute still says what it sent).
 
         Its parent is the trace context in ``params._meta`` (read with the configured
         propagators); the ambient context, if any (an HTTP server span, say), is linked.
@@ -144,7 +149,7 @@ class Tracing:
         version = meta.get(META_PROTOCOL_VERSION)
         if isinstance(version, str):
             attributes["mcp.protocol.version"] = version
-        name = request.method
+        name = request.method if known else "_OTHER"
         target = TARGETS.get(request.method)
         if target is not None:
             param, key, named = target
