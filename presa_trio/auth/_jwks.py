@@ -97,16 +97,22 @@ class RemoteKeys:
         self._tried_at = trio.current_time()
         fetched: KeySet | None = None
         with trio.move_on_after(self.fetch_timeout) as deadline:
-            try:
-                fetched = self._public_keys(json.loads(await self._fetch()))
-            except Exception as exc:  # a network or document fault; cancellation passes
-                logger.error("fetching the JWKS at %s failed: %r", self.url, exc)
+            fetched = await self._fetched()
         if deadline.cancelled_caught:
             logger.error("fetching the JWKS at %s took over %s s", self.url, self.fetch_timeout)
         if fetched is not None:
             self._keys, self._loaded_at = fetched, trio.current_time()
         # A failed refresh keeps the keys held so far: an outage of the authorization
         # server does not log everyone out (its old keys still verify its old tokens).
+
+    async def _fetched(self) -> KeySet | None:
+        """The key set at ``url``, or None (logged) when it could not be had."""
+        try:
+            return self._public_keys(json.loads(await self._fetch()))
+        except Exception as exc:  # a network or document fault; cancellation passes
+            logger.error("fetching the JWKS at %s failed: %r", self.url, exc)
+            await trio.lowlevel.checkpoint()
+            return None
 
     async def _fetch(self) -> bytes:
         async with (
