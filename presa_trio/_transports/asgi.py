@@ -1,7 +1,8 @@
 """Streamable HTTP (wire §13) as an ASGI 3 app, for ``hypercorn --worker-class trio``.
 
-The edge only moves bytes: admission of Host/Origin, POST-only, a body limit, parsing, and a
-``Responder`` that answers JSON or, once a notification is sent, SSE. Every JSON-RPC error it
+The edge only moves bytes: admission of Host/Origin, POST-only, the bearer token (when the
+app has ``auth``; ``presa_trio.auth`` decides), a body limit, parsing, and a ``Responder``
+that answers JSON or, once a notification is sent, SSE. Every JSON-RPC error it
 decides is handed to the dispatcher (``refuse``), which shapes it like every other error. The
 lifespan runs the server (``open_runtime``); a client disconnect cancels its request.
 """
@@ -190,8 +191,8 @@ class AsgiApp:
         allowed = cors.allow_origin(origins) if self.cors else []
         if allowed and self.auth is not None:
             allowed.append(cors.EXPOSE_AUTH)
-        if metadata:
-            await self._metadata(scope, send, allowed)
+        if self.auth is not None and metadata:
+            await _metadata(self.auth, self.cors, scope, send, allowed)
             return
         if self.cors and scope["method"] == "OPTIONS":
             await _plain(send, 204, b"", [*allowed, *cors.preflight(scope["headers"])])
@@ -230,20 +231,6 @@ class AsgiApp:
             await self.dispatcher.serve(message, headers, responder, runtime, authorization)
             nursery.cancel_scope.cancel()
 
-    async def _metadata(self, scope: Scope, send: Send, allowed: list[tuple[bytes, bytes]]) -> None:
-        """The Protected Resource Metadata document (RFC 9728 §3), to anyone who asks: it
-        is what a client without a token needs to find the authorization server."""
-        assert self.auth is not None
-        if self.cors and scope["method"] == "OPTIONS":
-            await _plain(send, 204, b"", [*allowed, *cors.preflight(scope["headers"], b"GET")])
-        elif scope["method"] != "GET":
-            await _plain(send, 405, b"Method Not Allowed", [(b"allow", b"GET")])
-        else:
-            body = self.auth.metadata_body
-            headers = [*_JSON, (b"content-length", str(len(body)).encode()), *allowed]
-            await send({"type": "http.response.start", "status": 200, "headers": headers})
-            await send({"type": "http.response.body", "body": body})
-
     async def _read_body(self, receive: Receive, responder: HttpResponder) -> bytes | None:
         """The whole body, or None after answering why not (too large, too slow, gone)."""
         chunks: list[bytes] = []
@@ -265,6 +252,22 @@ class AsgiApp:
         error = RequestTimeout(f"Request body not received within {self.body_timeout:g} s")
         await self.dispatcher.refuse(error, None, responder)
         return None
+
+
+async def _metadata(
+    auth: BearerAuth, with_cors: bool, scope: Scope, send: Send, allowed: list[tuple[bytes, bytes]]
+) -> None:
+    """The Protected Resource Metadata document (RFC 9728 §3), to anyone who asks: it is
+    what a client without a token needs to find the authorization server."""
+    if with_cors and scope["method"] == "OPTIONS":
+        await _plain(send, 204, b"", [*allowed, *cors.preflight(scope["headers"], b"GET")])
+    elif scope["method"] != "GET":
+        await _plain(send, 405, b"Method Not Allowed", [(b"allow", b"GET")])
+    else:
+        body = auth.metadata_body
+        headers = [*_JSON, (b"content-length", str(len(body)).encode()), *allowed]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
 
 
 async def _cancel_on_disconnect(receive: Receive, scope: trio.CancelScope) -> None:

@@ -278,3 +278,16 @@ async def test_request_state_is_bound_to_the_tokens_subject() -> None:
         client.token = "alice-admin"  # another token, the same subject
         done = await client.request("tools/call", params)
         assert text(done) == "confirmed: True"
+
+
+@pytest.mark.parametrize("scopes", ["deploy", ["two words"], ['q"uote'], [""]])
+def test_a_tool_declares_scope_tokens(scopes: Any) -> None:
+    server = Server("declaring")
+    with pytest.raises(ValueError):
+
+        @server.tool(scopes=scopes)
+        def tool() -> str:
+            """Never declared."""
+            return ""
+
+    assert not server.registry.tools
