@@ -140,7 +140,8 @@ class JwtVerifier:
                 aud={"essential": True},
             )
             registry.validate(claims)
-        except (joserfc.errors.JoseError, ValueError, TypeError):
+            expires_at = float(claims["exp"])
+        except (joserfc.errors.JoseError, ValueError, TypeError, OverflowError):
             return None  # any fault in the token is the token's: 401, not 500
         audience = _as_tuple(claims["aud"])
         if self.audiences is not None and not _overlap(audience, self.audiences):
@@ -154,7 +155,7 @@ class JwtVerifier:
             subject=subject,
             client_id=client_id,
             scopes=scopes,
-            expires_at=float(claims["exp"]),
+            expires_at=expires_at,
             issuer=claims["iss"],
             audience=audience,
             claims=claims,

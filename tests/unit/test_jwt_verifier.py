@@ -150,6 +150,7 @@ def test_hs256_only_when_asked_for() -> None:
         ("expired", sign(claims(exp=NOW - 31))),
         ("no expiry", sign(claims(exp=None))),
         ("expiry not a number", sign(claims(exp="soon"))),
+        ("expiry beyond a float", sign(claims(exp=10**400))),
         ("not yet valid", sign(claims(nbf=NOW + 31))),
         ("issued in the future", sign(claims(iat=NOW + 31))),
         ("scope of another shape", sign(claims(scope=None, scp=[1, 2]))),
