@@ -2,7 +2,8 @@
 
 Declare tools, resources, prompts and completions on a ``Server``; serve it over Streamable
 HTTP with ``server.asgi_app()`` under ``hypercorn --worker-class trio``, or over stdio with
-``serve_stdio(server)``. Writing a protocol extension: ``presa_trio.extensions``.
+``serve_stdio(server)``. Bearer-token authorization over HTTP: ``presa_trio.auth``. Writing a
+protocol extension: ``presa_trio.extensions``.
 """
 
 from ._context import Context as Context

@@ -21,6 +21,8 @@ from ._wire import dialect
 from ._wire.dialect import RequestMeta
 from ._wire.headers import RoutingHeaders
 from ._wire.jsonrpc import RequestId, notification_message
+from .auth._bearer import Authorization
+from .auth._token import AccessToken
 from .errors import MissingCapability
 
 logger = logging.getLogger("presa_trio")
@@ -44,6 +46,7 @@ class Context:
     """
 
     __slots__ = (
+        "_authorization",
         "_last_progress",
         "_logging",
         "_notify",
@@ -78,6 +81,7 @@ class Context:
         keepalive: Callable[[], Awaitable[None]] | None = None,
         principal_of: PrincipalOf | None = None,
         logging: bool = False,
+        authorization: Authorization | None = None,
     ) -> None:
         self.request_id = request_id
         self.method = method
@@ -98,6 +102,8 @@ class Context:
         self._provide: InputProvider | None = None
         self._principal_of = principal_of
         self._principal: str | None = None
+        # How the HTTP request was authorized; None on stdio, where it does not apply.
+        self._authorization = authorization
         self._logging = logging
         self._last_progress: float | None = None
         # Per-request scratch space for extensions and middleware; dies with the request.
@@ -112,10 +118,32 @@ class Context:
 
     @property
     def principal(self) -> str:
-        """Who is asking, by the server's ``principal`` function ("" when it has none)."""
+        """Who is asking: the server's ``principal`` function decides; without one, it is
+        the verified token's principal (its subject, see ``AccessToken.principal``), and ""
+        when there is no token."""
         if self._principal is None:
-            self._principal = self._principal_of(self) if self._principal_of is not None else ""
+            if self._principal_of is not None:
+                self._principal = self._principal_of(self)
+            else:
+                token = self.access_token
+                self._principal = token.principal if token is not None else ""
         return self._principal
+
+    @property
+    def access_token(self) -> AccessToken | None:
+        """The verified bearer token of this request (``presa_trio.auth``), or None: on
+        stdio, and over HTTP when the app verifies no tokens. Never pass it on to another
+        service (spec basic/authorization §Access Token Privilege Restriction)."""
+        authorization = self._authorization
+        return authorization.token if authorization is not None else None
+
+    def require_scopes(self, *scopes: str) -> None:
+        """Raise 403 ``insufficient_scope`` (its challenge naming ``scopes``) unless this
+        request's token holds them all; an HTTP app that verifies no tokens refuses any
+        scope. On stdio it does nothing: authorization does not apply there (spec
+        basic/authorization §Protocol Requirements)."""
+        if self._authorization is not None:
+            self._authorization.require(scopes)
 
     def has_capability(self, *path: str) -> bool:
         """``ctx.has_capability("elicitation", "url")`` is True when declared on this request."""
@@ -256,6 +284,7 @@ class Context:
             schemas=self.schemas,
             principal_of=self._principal_of,
             logging=self._logging,
+            authorization=self._authorization,
         )
         other._principal = self._principal
         other._provide = provide

@@ -104,6 +104,8 @@ async def call_tool(served: Served, ctx: Context, params: dict[str, Any]) -> dic
     tool = served.registry.tools.get(name)
     if tool is None:
         raise InvalidParams(f"Unknown tool: {name}")
+    if tool.scopes:  # before anything else about the call is looked at (or a task made)
+        ctx.require_scopes(*tool.scopes)
     arguments: dict[str, Any] = params.get("arguments") or {}
     if ctx.headers is not None and tool.header_params:
         check_params(ctx.headers, tool.header_params, arguments)

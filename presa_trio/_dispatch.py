@@ -32,6 +32,7 @@ from ._served import Settings
 from ._wire import dialect
 from ._wire import headers as routing
 from ._wire.jsonrpc import Request, RequestId, encode, error_message, result_message
+from .auth._bearer import Authorization
 from .errors import (
     InternalError,
     InvalidParams,
@@ -58,8 +59,11 @@ class Responder(Protocol):
     async def keepalive(self) -> None:
         """Keep a quiet long-lived stream open (an SSE comment on HTTP)."""
 
-    async def finish(self, data: bytes, status: int) -> None:
-        """Send the final response; ``status`` is the HTTP status if no stream started yet."""
+    async def finish(
+        self, data: bytes, status: int, headers: Sequence[tuple[str, str]] = ()
+    ) -> None:
+        """Send the final response; ``status`` and ``headers`` (an error's
+        ``WWW-Authenticate``, say) are for HTTP, if no stream started yet."""
 
 
 @final
@@ -152,13 +156,16 @@ class Dispatcher:
         headers: routing.RoutingHeaders | None,
         responder: Responder,
         runtime: Runtime | None,
+        authorization: Authorization | None = None,
         *,
         connection: Mapping[str, Any] | None = None,
     ) -> None:
         """Answer one request through ``responder``; raises nothing but cancellation.
 
-        ``connection`` is what the transport knows of the connection, as span attributes
-        (``network.transport`` and so on); it is read only when the server traces.
+        ``authorization`` is how an HTTP request was authorized (None on stdio, where
+        authorization does not apply). ``connection`` is what the transport knows of the
+        connection, as span attributes (``network.transport`` and so on); it is read only
+        when the server traces.
         """
         token = CURRENT.set((str(request.id), request.method))  # for the log records
         tracing = self.settings.tracing
@@ -168,10 +175,11 @@ class Dispatcher:
             else tracing.request(request, connection, known=request.method in self._routes)
         )
         try:
+            extra: Sequence[tuple[str, str]] = ()
             try:
                 if runtime is None:
                     raise ServiceUnavailable("Server is not running: its lifespan has not started")
-                result = await self._run(request, headers, responder, runtime)
+                result = await self._run(request, headers, responder, runtime, authorization)
                 data, status = self._encoded(request, result), 200
                 if span is not None:
                     span.answered(result)
@@ -180,7 +188,8 @@ class Dispatcher:
                 if span is not None:
                     span.refused(error)
                 data, status = self._error_data(request.id, error), error.http_status
-            await responder.finish(data, status)
+                extra = error.http_headers
+            await responder.finish(data, status, extra)
         finally:
             if span is not None:
                 span.end()
@@ -191,7 +200,8 @@ class Dispatcher:
     ) -> None:
         """Answer a rejection a transport decided before dispatch (a parse error, a body too
         large, a forbidden Host): same shape, same outbound check, as every other error."""
-        await responder.finish(self._error_data(request_id, error), error.http_status)
+        data = self._error_data(request_id, error)
+        await responder.finish(data, error.http_status, error.http_headers)
 
     async def _run(
         self,
@@ -199,6 +209,7 @@ class Dispatcher:
         headers: routing.RoutingHeaders | None,
         responder: Responder,
         runtime: Runtime,
+        authorization: Authorization | None,
     ) -> dict[str, Any]:
         route, meta = self.admit(request, headers)
         ctx = Context(
@@ -213,6 +224,7 @@ class Dispatcher:
             keepalive=responder.keepalive,
             principal_of=self.settings.principal,
             logging=self.settings.logging,
+            authorization=authorization,
         )
         if not route.input_required:
             result = await route.handler(ctx, request.params)

@@ -32,6 +32,7 @@ from ._results import (
 from ._signature import Handler, Signature
 from ._typeschema import to_jsonable
 from ._wire.headers import HeaderParam, header_params_of
+from .auth._challenge import check_scopes
 from .errors import InvalidParams, ToolError
 
 MAX_COMPLETIONS = 100
@@ -60,6 +61,7 @@ class Tool:
 
     ``options`` holds settings that extensions read (a task policy); the core ignores them.
     ``thread`` runs a sync handler in a worker thread (the default; see ``Signature.call``).
+    ``scopes`` are the OAuth scopes a call needs over HTTP (``presa_trio.auth``).
     """
 
     name: str
@@ -73,6 +75,7 @@ class Tool:
     meta: dict[str, Any] | None = None
     options: dict[str, Any] = field(default_factory=dict)
     thread: bool = True
+    scopes: tuple[str, ...] = ()
     header_params: tuple[HeaderParam, ...] = ()
     validator: Any = None
     output_validator: Any = None
@@ -83,6 +86,7 @@ class Tool:
             raise ValueError(f"tool name {self.name!r} must be 1-128 characters of [A-Za-z0-9_.-]")
         if self.input_schema.get("type") != "object":
             raise ValueError(f"inputSchema of {self.name!r} must have type 'object' at its root")
+        self.scopes = check_scopes(self.scopes)
         self.header_params = header_params_of(self.input_schema)
         self.validator = compile_argument_schema(self.input_schema)
         if self.output_schema is not None:

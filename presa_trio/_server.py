@@ -37,6 +37,8 @@ from ._served import (
 from ._signature import Handler, Signature
 from ._tracing import Tracing
 from ._transports.asgi import AsgiApp
+from .auth._bearer import BearerAuth
+from .auth._challenge import check_scopes
 from .backends import open_backend
 
 if TYPE_CHECKING:
@@ -98,6 +100,9 @@ class Server:
     ``tracing`` turns on OpenTelemetry spans (see README "Observability"): ``True`` sends
     them to the global tracer provider, or pass a ``TracerProvider``. It needs the
     ``opentelemetry-api`` package (``presa_trio[otel]``); off, it costs nothing.
+    ``auth`` (a ``presa_trio.auth.BearerAuth``) makes its HTTP apps require a bearer token
+    and serve their Protected Resource Metadata; the token's subject is then the default
+    principal. stdio ignores it: there, credentials come from the environment.
     """
 
     def __init__(
@@ -125,6 +130,7 @@ class Server:
         backend: str | None = None,
         lifespan: Lifespan | None = None,
         tracing: bool | TracerProvider = False,
+        auth: BearerAuth | None = None,
     ) -> None:
         info: dict[str, Any] = {"name": name, "version": version}
         if title is not None:
@@ -162,6 +168,7 @@ class Server:
         )
         self._runtimes: set[Runtime] = set()
         self._lifespan = lifespan
+        self.auth = auth
 
     @property
     def extensions(self) -> Sequence[Extension]:
@@ -182,13 +189,16 @@ class Server:
         meta: Mapping[str, Any] | None = None,
         options: Mapping[str, Any] | None = None,
         thread: bool = True,
+        scopes: Sequence[str] = (),
     ) -> Callable[[F], F]:
         """Declare a tool. The input schema comes from the type hints unless given.
 
         The description defaults to the docstring. ``options`` carries settings that
         extensions read (for example a task policy); the core ignores them. A sync function
         runs in a worker thread; ``thread=False`` runs it on the event loop instead, for
-        cheap, pure functions that never block.
+        cheap, pure functions that never block. ``scopes`` are the OAuth scopes a call
+        needs over HTTP: a token without them gets 403 ``insufficient_scope`` (see
+        ``presa_trio.auth``); the tool is listed for everyone all the same.
         """
         _no_bare("tool", name)
 
@@ -212,6 +222,7 @@ class Server:
                     meta=dict(meta) if meta is not None else None,
                     options=dict(options or {}),
                     thread=thread,
+                    scopes=check_scopes(scopes),
                 )
             )
             return fn
@@ -379,14 +390,20 @@ class Server:
                     nursery.cancel_scope.cancel()
 
     def asgi_app(
-        self, *, backend: str | None = None, state_keys: KeyRing | None = None, **options: Any
+        self,
+        *,
+        backend: str | None = None,
+        state_keys: KeyRing | None = None,
+        auth: BearerAuth | None = None,
+        **options: Any,
     ) -> AsgiApp:
         """The Streamable HTTP ASGI app for this server (see ``presa_trio.AsgiApp``);
-        ``backend`` and ``state_keys`` override the server's settings for the app's runs."""
+        ``backend``, ``state_keys`` and ``auth`` override the server's settings for it."""
         if backend is not None:
             parse_url(backend)
         run = partial(self.open_runtime, backend, state_keys)
-        return AsgiApp(self.dispatcher, run, **options)
+        chosen = auth if auth is not None else self.auth
+        return AsgiApp(self.dispatcher, run, auth=chosen, **options)
 
     # ------------------------------------------------------------------ change notifications
 

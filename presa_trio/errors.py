@@ -13,6 +13,7 @@ __all__ = [
     "CapacityExceeded",
     "Forbidden",
     "HeaderMismatch",
+    "InsufficientScope",
     "InternalError",
     "InvalidParams",
     "InvalidRequest",
@@ -24,6 +25,7 @@ __all__ = [
     "RequestTooLarge",
     "ServiceUnavailable",
     "ToolError",
+    "Unauthorized",
     "UnsupportedVersion",
 ]
 
@@ -42,6 +44,11 @@ class McpError(Exception):
         super().__init__(message)
         self.message = message
         self.data = data
+
+    @property
+    def http_headers(self) -> tuple[tuple[str, str], ...]:
+        """Headers an HTTP answer carries with this error (none but for authorization)."""
+        return ()
 
     def to_error(self) -> dict[str, Any]:
         error: dict[str, Any] = {"code": self.code, "message": self.message}
@@ -64,6 +71,43 @@ class Forbidden(InvalidRequest):
     """Refused before anything else is read: a Host or Origin that is not allowed (HTTP 403)."""
 
     http_status = 403
+
+
+class Unauthorized(InvalidRequest):
+    """No valid bearer token: missing, malformed, rejected or expired (HTTP 401).
+
+    ``challenge`` is the ``WWW-Authenticate`` value that goes with it (spec basic/authorization
+    §Error Handling): it names the Protected Resource Metadata, and ``error="invalid_token"``
+    when a token was presented but not accepted (RFC 6750 §3.1).
+    """
+
+    http_status = 401
+
+    def __init__(self, message: str, challenge: str) -> None:
+        super().__init__(message)
+        self.challenge = challenge
+
+    @property
+    def http_headers(self) -> tuple[tuple[str, str], ...]:
+        return (("www-authenticate", self.challenge),)
+
+
+class InsufficientScope(Forbidden):
+    """The token is valid but lacks scopes this request needs (HTTP 403, RFC 6750 §3.1).
+
+    ``scopes`` are all the scopes the operation needs, held or not (the spec asks for them in
+    one challenge); ``data.requiredScopes`` lists them too, for a client that reads the
+    error in-band, where no header can reach it.
+    """
+
+    def __init__(self, message: str, challenge: str, scopes: list[str]) -> None:
+        super().__init__(message, {"requiredScopes": scopes})
+        self.challenge = challenge
+        self.scopes = scopes
+
+    @property
+    def http_headers(self) -> tuple[tuple[str, str], ...]:
+        return (("www-authenticate", self.challenge),)
 
 
 class RequestTimeout(InvalidRequest):

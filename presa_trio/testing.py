@@ -214,7 +214,10 @@ class Stream:
 
 @final
 class Client:
-    """A stateless 2026-07-28 client bound to one app; every message schema-checked."""
+    """A stateless 2026-07-28 client bound to one app; every message schema-checked.
+
+    ``token`` is a bearer token sent with every request (for an app with ``auth``).
+    """
 
     def __init__(
         self,
@@ -224,8 +227,11 @@ class Client:
         client_info: Mapping[str, Any] | None = None,
         schemas: Schemas | None = None,
         validate: bool = True,
+        token: str | None = None,
     ) -> None:
         self.app = app
+        # Sent as ``Authorization: Bearer`` on every request; change it to switch principals.
+        self.token = token
         self.capabilities = dict(DEFAULT_CAPABILITIES if capabilities is None else capabilities)
         self.client_info = dict(client_info or {"name": "presa-trio-testing", "version": "1"})
         self.schemas = schemas if schemas is not None else app.dispatcher.schemas
@@ -266,6 +272,8 @@ class Client:
             ("mcp-protocol-version", message["params"]["_meta"][META_PROTOCOL_VERSION]),
             ("mcp-method", message["method"]),
         ]
+        if self.token is not None:
+            headers.append(("authorization", f"Bearer {self.token}"))
         route = self.app.dispatcher.routes.get(message["method"])
         name_param = route.name_param if route is not None else None
         if name_param is not None and isinstance(message["params"].get(name_param), str):

@@ -1,7 +1,8 @@
 """Streamable HTTP (wire §13) as an ASGI 3 app, for ``hypercorn --worker-class trio``.
 
-The edge only moves bytes: admission of Host/Origin, POST-only, a body limit, parsing, and a
-``Responder`` that answers JSON or, once a notification is sent, SSE. Every JSON-RPC error it
+The edge only moves bytes: admission of Host/Origin, POST-only, the bearer token (when the
+app has ``auth``; ``presa_trio.auth`` decides), a body limit, parsing, and a ``Responder``
+that answers JSON or, once a notification is sent, SSE. Every JSON-RPC error it
 decides is handed to the dispatcher (``refuse``), which shapes it like every other error. The
 lifespan runs the server (``open_runtime``); a client disconnect cancels its request.
 """
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import final
 
@@ -24,7 +25,8 @@ from .._wire import cors, sse
 from .._wire.admission import HostPolicy, refuse_any
 from .._wire.headers import RoutingHeaders
 from .._wire.jsonrpc import EnvelopeError, Notification, parse_message
-from ..errors import Forbidden, RequestTimeout, RequestTooLarge
+from ..auth._bearer import Authorization, BearerAuth
+from ..errors import Forbidden, McpError, RequestTimeout, RequestTooLarge
 from ._asgi_types import Asgi, Message, Receive, Scope, Send
 from ._shutdown import ShutdownBound
 from .mount import Mounted
@@ -53,7 +55,10 @@ class AsgiApp:
     server; a host application that does not forward its lifespan to this app enters
     ``app.lifespan()`` itself. Once the lifespan is told to shut down (or ``begin_shutdown``
     is called), the process is gone within ``shutdown_timeout`` seconds, whatever still runs
-    (``None``: no bound).
+    (``None``: no bound). With ``auth`` (a ``presa_trio.auth.BearerAuth``) every request
+    needs a valid bearer token, checked before its body is read, and the app also answers
+    ``GET`` for its Protected Resource Metadata at ``/.well-known/oauth-protected-resource``
+    (bare, and followed by the endpoint's path or the ``resource``'s).
     """
 
     def __init__(
@@ -68,9 +73,11 @@ class AsgiApp:
         write_timeout: float = DEFAULT_WRITE_TIMEOUT,
         shutdown_timeout: float | None = DEFAULT_SHUTDOWN_TIMEOUT,
         cors: bool = False,
+        auth: BearerAuth | None = None,
     ) -> None:
         self.dispatcher = dispatcher
         self.cors = cors
+        self.auth = auth
         self._open_runtime = open_runtime
         self._runtime: Runtime | None = None
         self.path = path
@@ -79,6 +86,7 @@ class AsgiApp:
         self.body_timeout = body_timeout
         self.write_timeout = write_timeout
         self.shutdown_bound = ShutdownBound(shutdown_timeout)
+        self._metadata_paths = auth.metadata_paths(path) if auth is not None else frozenset()
 
     @property
     def runtime(self) -> Runtime | None:
@@ -174,17 +182,24 @@ class AsgiApp:
     # ------------------------------------------------------------------ http
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if _own_path(scope) != self.path:
+        path = _own_path(scope)
+        metadata = path in self._metadata_paths
+        if path != self.path and not metadata:
             await _plain(send, 404, b"Not Found")
             return
         responder = HttpResponder(send, write_timeout=self.write_timeout)
-        hosts = [v.decode("latin-1") for k, v in scope["headers"] if k == b"host"]
-        origins = [v.decode("latin-1") for k, v in scope["headers"] if k == b"origin"]
+        hosts = _values(scope, b"host")
+        origins = _values(scope, b"origin")
         reason = refuse_any(self.host_policy, hosts, origins)
         if reason is not None:
             await self.dispatcher.refuse(Forbidden(f"Forbidden: {reason}"), None, responder)
             return
         allowed = cors.allow_origin(origins) if self.cors else []
+        if allowed and self.auth is not None:
+            allowed.append(cors.EXPOSE_AUTH)
+        if self.auth is not None and metadata:
+            await _metadata(self.auth, self.cors, scope, send, allowed)
+            return
         if self.cors and scope["method"] == "OPTIONS":
             await _plain(send, 204, b"", [*allowed, *cors.preflight(scope["headers"])])
             return
@@ -193,6 +208,16 @@ class AsgiApp:
         if scope["method"] != "POST":
             await _plain(send, 405, b"Method Not Allowed", [(b"allow", b"POST")])
             return
+        # Authorization comes before the body is read: nothing of an unauthenticated
+        # request is processed (spec basic/authorization §Access Token Privilege Restriction).
+        authorization = Authorization()
+        if self.auth is not None:
+            try:
+                token = await self.auth.authenticate(_values(scope, b"authorization"))
+            except McpError as refusal:
+                await self.dispatcher.refuse(refusal, None, responder)
+                return
+            authorization = Authorization(token, self.auth)
         body = await self._read_body(receive, responder)
         if body is None:
             return
@@ -211,7 +236,9 @@ class AsgiApp:
             headers = RoutingHeaders(scope["headers"])
             traced = self.dispatcher.settings.tracing is not None
             connection = http_attributes(scope) if traced else None
-            await self.dispatcher.serve(message, headers, responder, runtime, connection=connection)
+            await self.dispatcher.serve(
+                message, headers, responder, runtime, authorization, connection=connection
+            )
             nursery.cancel_scope.cancel()
 
     async def _read_body(self, receive: Receive, responder: HttpResponder) -> bytes | None:
@@ -237,10 +264,31 @@ class AsgiApp:
         return None
 
 
+async def _metadata(
+    auth: BearerAuth, with_cors: bool, scope: Scope, send: Send, allowed: list[tuple[bytes, bytes]]
+) -> None:
+    """The Protected Resource Metadata document (RFC 9728 §3), to anyone who asks: it is
+    what a client without a token needs to find the authorization server."""
+    if with_cors and scope["method"] == "OPTIONS":
+        await _plain(send, 204, b"", [*allowed, *cors.preflight(scope["headers"], b"GET")])
+    elif scope["method"] != "GET":
+        await _plain(send, 405, b"Method Not Allowed", [(b"allow", b"GET")])
+    else:
+        body = auth.metadata_body
+        headers = [*_JSON, (b"content-length", str(len(body)).encode()), *allowed]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+
 async def _cancel_on_disconnect(receive: Receive, scope: trio.CancelScope) -> None:
     while (await receive())["type"] != "http.disconnect":
         pass
     scope.cancel()
+
+
+def _values(scope: Scope, name: bytes) -> list[str]:
+    """Every value of the request header ``name`` (lower case), in order."""
+    return [v.decode("latin-1") for k, v in scope["headers"] if k == name]
 
 
 def _own_path(scope: Scope) -> str:
@@ -311,10 +359,14 @@ class HttpResponder:
             await self._start_stream()
         await self._write({"type": "http.response.body", "body": sse.KEEPALIVE, "more_body": True})
 
-    async def finish(self, data: bytes, status: int) -> None:
+    async def finish(
+        self, data: bytes, status: int, headers: Sequence[tuple[str, str]] = ()
+    ) -> None:
         if not self._streaming:
-            headers = [*_JSON, (b"content-length", str(len(data)).encode()), *self._extra]
-            await self._write({"type": "http.response.start", "status": status, "headers": headers})
+            own = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers]
+            length = (b"content-length", str(len(data)).encode())
+            start = [*_JSON, length, *own, *self._extra]
+            await self._write({"type": "http.response.start", "status": status, "headers": start})
         body = sse.event(data) if self._streaming else data
         await self._write({"type": "http.response.body", "body": body}, final=True)
 

@@ -13,16 +13,24 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING, final
+from contextlib import AbstractAsyncContextManager
+from typing import Any, Protocol, final
 
 import trio
 
 from ._asgi_types import Asgi, Message, Receive, Scope, Send
 
-if TYPE_CHECKING:
-    from .asgi import AsgiApp
-
 logger = logging.getLogger("presa_trio")
+
+
+class MountedApp(Protocol):
+    """What ``Mounted`` needs of the MCP app (an ``AsgiApp``)."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None: ...
+
+    def lifespan(self) -> AbstractAsyncContextManager[Any]: ...
+
+    def begin_shutdown(self) -> None: ...
 
 
 @final
@@ -33,7 +41,7 @@ class Mounted:
     under Starlette's ``Mount``, so it serves ``{prefix}/mcp``.
     """
 
-    def __init__(self, mcp: AsgiApp, host: Asgi, prefix: str) -> None:
+    def __init__(self, mcp: MountedApp, host: Asgi, prefix: str) -> None:
         if not prefix.startswith("/") or prefix.endswith("/"):
             raise ValueError(f"a mount prefix is '/name' (no trailing slash), not {prefix!r}")
         self.mcp = mcp

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, contextmanager
 from typing import Protocol, final
 
@@ -45,7 +45,9 @@ class StdioResponder:
         """stdio needs no keep-alive: the pipe stays open."""
         await trio.lowlevel.checkpoint()
 
-    async def finish(self, data: bytes, status: int) -> None:
+    async def finish(
+        self, data: bytes, status: int, headers: Sequence[tuple[str, str]] = ()
+    ) -> None:
         await self._out.send(data)
 
 

@@ -16,6 +16,9 @@ ALLOWED_HEADERS = frozenset(
      "mcp-method", "mcp-name", "mcp-session-id"}
 )  # fmt: skip
 MAX_AGE = b"600"
+#: What a browser client may read of an answer besides the basics: the challenge of a 401 or
+#: 403 (spec basic/authorization), sent when the app verifies tokens.
+EXPOSE_AUTH = (b"access-control-expose-headers", b"www-authenticate")
 
 
 def allow_origin(origins: Sequence[str]) -> list[tuple[bytes, bytes]]:
@@ -29,9 +32,12 @@ def allow_origin(origins: Sequence[str]) -> list[tuple[bytes, bytes]]:
     ]
 
 
-def preflight(headers: Iterable[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
-    """Response headers for a preflight: ``POST``, and the requested headers that an MCP
-    client sends (``Mcp-Param-*`` included); others are left out, so the browser refuses."""
+def preflight(
+    headers: Iterable[tuple[bytes, bytes]], methods: bytes = b"POST"
+) -> list[tuple[bytes, bytes]]:
+    """Response headers for a preflight: ``methods`` (the MCP endpoint's ``POST``; ``GET``
+    for a metadata document), and the requested headers that an MCP client sends
+    (``Mcp-Param-*`` included); others are left out, so the browser refuses."""
     requested = b""
     for name, value in headers:
         if name == b"access-control-request-headers":
@@ -39,7 +45,7 @@ def preflight(headers: Iterable[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes
     names = [n.strip().lower() for n in requested.decode("latin-1").split(",") if n.strip()]
     allowed = [n for n in names if n in ALLOWED_HEADERS or n.startswith("mcp-param-")]
     return [
-        (b"access-control-allow-methods", b"POST"),
+        (b"access-control-allow-methods", methods),
         (b"access-control-allow-headers", ", ".join(allowed).encode("latin-1")),
         (b"access-control-max-age", MAX_AGE),
     ]

@@ -7,7 +7,7 @@ The dispatcher is the one place errors become responses: each request ends in ex
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import pytest
@@ -38,7 +38,9 @@ class Recorder:
         self.keepalives += 1  # recorded first: a cancelled send still counts
         await trio.lowlevel.checkpoint()
 
-    async def finish(self, data: bytes, status: int) -> None:
+    async def finish(
+        self, data: bytes, status: int, headers: Sequence[tuple[str, str]] = ()
+    ) -> None:
         assert b"\n" not in data  # compact, one line
         self.finished.append((json.loads(data), status))  # recorded first, before the await
         await trio.lowlevel.checkpoint()

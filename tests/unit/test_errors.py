@@ -7,6 +7,7 @@ import pytest
 from presa_trio import errors
 from presa_trio.errors import (
     HeaderMismatch,
+    InsufficientScope,
     InternalError,
     InvalidParams,
     InvalidRequest,
@@ -16,6 +17,7 @@ from presa_trio.errors import (
     ParseError,
     RequestTooLarge,
     ToolError,
+    Unauthorized,
     UnsupportedVersion,
 )
 
@@ -27,6 +29,8 @@ from presa_trio.errors import (
         (ParseError, -32700, 400),
         (InvalidRequest, -32600, 400),
         (RequestTooLarge, -32600, 413),
+        (Unauthorized, -32600, 401),
+        (InsufficientScope, -32600, 403),
         (MethodNotFound, -32601, 404),
         (InvalidParams, -32602, 400),
         (InternalError, -32603, 500),
@@ -90,3 +94,17 @@ def test_errors_all() -> None:
         if isinstance(value, type) and issubclass(value, Exception) and not name.startswith("_")
     }
     assert set(errors.__all__) == public
+
+
+def test_authorization_errors_carry_their_challenge() -> None:
+    assert InvalidParams("x").http_headers == ()
+    challenge = 'Bearer resource_metadata="https://h/.well-known/oauth-protected-resource"'
+    unauthorized = Unauthorized("Unauthorized: a bearer token is required", challenge)
+    assert unauthorized.http_headers == (("www-authenticate", challenge),)
+    assert unauthorized.to_error() == {
+        "code": -32600,
+        "message": "Unauthorized: a bearer token is required",
+    }
+    scoped = InsufficientScope("Forbidden: more", 'Bearer error="insufficient_scope"', ["a"])
+    assert scoped.http_headers == (("www-authenticate", 'Bearer error="insufficient_scope"'),)
+    assert scoped.to_error()["data"] == {"requiredScopes": ["a"]}

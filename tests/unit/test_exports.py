@@ -19,6 +19,7 @@ from presa_trio import errors
 
 NAMESPACES = [
     "presa_trio",
+    "presa_trio.auth",
     "presa_trio.content",
     "presa_trio.errors",
     "presa_trio.extensions",
@@ -120,6 +121,9 @@ def test_key_names_are_exported() -> None:
         module("presa_trio.ext.tasks").TasksExtension,
         module("presa_trio.ext.tasks").MemoryTaskStore,
         module("presa_trio.testing").Client,
+        module("presa_trio.auth").AccessToken,
+        module("presa_trio.auth").BearerAuth,
+        module("presa_trio.auth").JwtVerifier,
     ],
     ids=lambda c: c.__name__,
 )

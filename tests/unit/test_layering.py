@@ -31,6 +31,9 @@ PURE = [
     "presa_trio._validate",
     "presa_trio.ext.tasks._states",
     "presa_trio.ext.tasks._wire",
+    "presa_trio.auth._token",
+    "presa_trio.auth._challenge",
+    "presa_trio.auth._metadata",
 ]
 # What an extension written outside this repository could import.
 PUBLIC = {
@@ -41,6 +44,7 @@ PUBLIC = {
     "presa_trio.mrtr",
     "presa_trio.content",
     "presa_trio.testing",
+    "presa_trio.auth",
 }
 
 

@@ -75,11 +75,14 @@ class TasksExtension(Extension):
     Give a tool a policy with ``@server.tool(options={"tasks": "optional"})``: ``"sync"`` (the
     default), ``"optional"`` (a task when the request declares the extension), ``"required"``
     (-32021 otherwise), or a function ``(ctx, arguments) -> policy``. ``principal(ctx)``
-    names who a task belongs to (default: the server's ``principal``); another principal's
-    task is indistinguishable from an unknown one. Without a ``store``, each run keeps its
-    tasks in memory. A task's input is at most ``max_input_bytes`` of JSON (an optional tool
-    given more runs synchronously instead; a required one is refused), its result at most
-    ``max_result_bytes`` (a larger one fails the task), so what the store holds is bounded.
+    names who a task belongs to (default: the server's ``principal``, which is the bearer
+    token's subject under ``presa_trio.auth``); another principal's task is
+    indistinguishable from an unknown one. A task of a tool that declares ``scopes`` takes
+    ``tasks/update`` and ``tasks/cancel`` only from a token that still holds them. Without a
+    ``store``, each run keeps its tasks in memory. A task's input is at most
+    ``max_input_bytes`` of JSON (an optional tool given more runs synchronously instead; a
+    required one is refused), its result at most ``max_result_bytes`` (a larger one fails
+    the task), so what the store holds is bounded.
     ``require_name_header=False`` admits ``tasks/*`` requests that carry no ``Mcp-Name``
     header, as today's Python SDK and FastMCP clients send them (the spec says a client MUST
     send it; strict is the default, and a header that is present and wrong is refused
@@ -319,6 +322,7 @@ class TasksExtension(Extension):
             raise InvalidParams("inputResponses is invalid")
         run: _Run = ctx.service(self)
         record = await self._lookup(run, ctx, params)
+        _require_tool_scopes(run, ctx, record)
         if record.terminal:  # a clearly invalid request deserves an error (SEP-2663)
             raise InvalidParams(
                 f"Task is {record.status.value}; it takes no more input",
@@ -333,9 +337,19 @@ class TasksExtension(Extension):
     async def _cancel(self, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
         run: _Run = ctx.service(self)
         record = await self._lookup(run, ctx, params)
+        _require_tool_scopes(run, ctx, record)
         if not record.terminal:
             await run.runner.cancel(record.task_id, record.owner)
         return {}
+
+
+def _require_tool_scopes(run: _Run, ctx: Context, record: TaskRecord) -> None:
+    """A task steered on (answered, cancelled) needs what calling its tool needed: the
+    tool's scopes (403 without them, ``presa_trio.auth``). Reading it (``tasks/get``) needs
+    only to be its principal."""
+    tool = run.context.tool(record.tool)
+    if tool is not None and tool.scopes:
+        ctx.require_scopes(*tool.scopes)
 
 
 def _store_down_is_logged() -> contextlib.AbstractContextManager[None]:

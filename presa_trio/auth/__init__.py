@@ -1,0 +1,18 @@
+"""Authorization for MCP over HTTP (spec 2026-07-28 basic/authorization): the server as an
+OAuth 2.1 resource server.
+
+``Server(auth=BearerAuth(verifier, resource=..., authorization_servers=[...]))`` makes the
+HTTP app require a bearer token on every request (401 with a ``WWW-Authenticate`` challenge
+without one), serve its Protected Resource Metadata under ``/.well-known/
+oauth-protected-resource``, and check the scopes a tool declares (``@server.tool(scopes=
+[...])``, 403 ``insufficient_scope``). A handler sees the verified token as
+``ctx.access_token``, and its subject is the default principal. stdio is not affected: its
+credentials come from the environment. ``JwtVerifier`` (needs joserfc) verifies JWTs.
+"""
+
+from ._bearer import BearerAuth as BearerAuth
+from ._jwt import JwtVerifier as JwtVerifier
+from ._token import AccessToken as AccessToken
+from ._token import TokenVerifier as TokenVerifier
+
+__all__ = ["AccessToken", "BearerAuth", "JwtVerifier", "TokenVerifier"]
