@@ -1,6 +1,9 @@
 """In-process cost of one tools/call through the ASGI apps, called directly (optionally cProfiled).
 
-No sockets, no hypercorn, no concurrency: trio scheduler passes are not amortized as under load."""
+No sockets, no hypercorn, no concurrency: trio scheduler passes are not amortized as under load.
+The breakdown times each stage of presa's request alone (coroutines driven by hand, so that no
+scheduler pass lands in a stage); what the stages leave of the whole is trio machinery (cancel
+scopes, the disconnect watcher task, scheduler passes) and the ASGI edge's glue."""
 
 from __future__ import annotations
 
@@ -10,9 +13,12 @@ import io
 import pstats
 import sys
 import time
+import timeit
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
+import outcome
 import trio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -20,6 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench import raw_app
 from bench.http_bench import PROTO, ROOT, request_body
 from fixtures.conformance import build_server
+from presa_trio._wire.headers import RoutingHeaders
+from presa_trio._wire.jsonrpc import Request, encode, parse_message, result_message
 
 HEADERS = [
     (b"host", b"127.0.0.1:3200"),
@@ -87,6 +95,63 @@ async def drive(app: Any, n: int, body: bytes) -> float:
     return elapsed
 
 
+def by_hand(coro: Coroutine[Any, Any, Any]) -> Any:
+    """Run ``coro`` to its end, answering each trio checkpoint at once (no scheduler pass)."""
+    try:
+        coro.send(None)
+        while True:
+            coro.send(outcome.Value(None))
+    except StopIteration as done:
+        return done.value
+
+
+def best_us(fn: Callable[[], object], n: int) -> float:
+    return min(timeit.repeat(fn, number=n, repeat=5)) / n * 1e6
+
+
+async def stages(app: Any, body: bytes, n: int) -> dict[str, float]:
+    """Microseconds per request of each stage of presa's request path, timed alone."""
+    dispatcher = app.dispatcher
+    request = parse_message(body)
+    assert isinstance(request, Request)
+    raw_headers = scope_for(body)["headers"]
+    route = dispatcher.routes["tools/call"]
+    message = {"jsonrpc": "2.0", "id": 1, "method": request.method, "params": request.params}
+
+    class Quiet:
+        async def keepalive(self) -> None: ...
+
+    async with app.lifespan() as runtime:
+        headers = RoutingHeaders(raw_headers)
+        result = by_hand(dispatcher._run(request, headers, Quiet(), runtime))
+        ctx_args = (
+            request.id,
+            request.method,
+            request.params,
+            dispatcher.admit(request, headers)[1],
+        )
+
+        def handler() -> object:
+            from presa_trio._context import Context
+
+            ctx = Context(*ctx_args, runtime=runtime, schemas=dispatcher.schemas, headers=headers)
+            return by_hand(route.handler(ctx, request.params))
+
+        inbound = best_us(lambda: dispatcher.schemas.violations("CallToolRequest", message), n)
+        outbound = best_us(lambda: dispatcher._check_result(route, result), n)
+        admit = best_us(lambda: dispatcher.admit(request, RoutingHeaders(raw_headers)), n)
+        run = best_us(lambda: by_hand(dispatcher._run(request, headers, Quiet(), runtime)), n)
+        handler_us = best_us(handler, n)
+        return {
+            "parse": best_us(lambda: parse_message(body), n),
+            "admission": admit - inbound,
+            "validation": inbound + outbound,
+            "dispatch": run - admit - handler_us - outbound,
+            "handler": handler_us,
+            "encode": best_us(lambda: encode(result_message(1, result)), n),
+        }
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("-n", type=int, default=20000, help="requests per app (default 20000)")
@@ -100,10 +165,20 @@ def main() -> int:
         "raw": raw_app.app,
     }
     print(f"in-process ASGI, {args.n} sequential requests each (best of 3), us/request")
+    totals: dict[str, float] = {}
     for label, app in apps.items():
         trio.run(drive, app, 500, body)  # warm-up: compile validators, fill caches
         best = min(trio.run(drive, app, args.n, body) for _ in range(3))
-        print(f"{label:<15}{best / args.n * 1e6:>9.1f}", flush=True)
+        totals[label] = best / args.n * 1e6
+        print(f"{label:<15}{totals[label]:>9.1f}", flush=True)
+    print(f"presa-out-on / raw: {totals['presa-out-on'] / totals['raw']:.1f}x")
+    # A server of its own: the stage loops block the event loop on purpose (no loop warning).
+    alone = build_server(validate_outbound=True, loop_warning=None).asgi_app()
+    parts = trio.run(stages, alone, body, max(args.n // 4, 1000))
+    parts["trio machinery + ASGI glue"] = totals["presa-out-on"] - sum(parts.values())
+    print("\nbreakdown of presa-out-on, us/request (each stage timed alone; the last is the rest)")
+    for stage, us in parts.items():
+        print(f"  {stage:<28}{us:>7.1f}  {us / totals['presa-out-on']:>4.0%}")
     if args.profile:
         profiler = cProfile.Profile()
         profiler.enable()

@@ -1,4 +1,5 @@
-"""Closed-loop HTTP benchmark (wrk) of one MCP tools/call: the presa_trio fixture vs a raw ASGI app.
+"""Closed-loop HTTP benchmark (wrk) of one MCP tools/call: the presa_trio fixture, the official
+Python SDK (bench/sdk_app.py) and a raw ASGI app, all under hypercorn's trio worker.
 
 Measures throughput, latency and server CPU per request on loopback; no profiling, no soak test.
 """
@@ -243,6 +244,12 @@ def main() -> int:
         default="both",
         help="fixture outbound schema validation (default: both, i.e. 3 servers)",
     )
+    ap.add_argument(
+        "--sdk",
+        choices=["on", "off"],
+        default="on",
+        help="also serve the official MCP Python SDK's stateless app (default: on)",
+    )
     ap.add_argument("--reps", type=int, default=3, help="repetitions per (server, conc)")
     ap.add_argument("--duration", default="5s", help="wrk -d per run (default 5s)")
     ap.add_argument("--warmup", default="2s", help="warm-up run per server, '0' = none")
@@ -260,6 +267,8 @@ def main() -> int:
         for o in ("on", "off")
         if args.outbound in (o, "both")
     ]
+    if args.sdk == "on":  # anyio runs it on trio: the same worker class as the others
+        servers.append(Server("sdk", "bench.sdk_app:app", {}))
     servers.append(Server("raw", "bench.raw_app:app", {}))
 
     # SIGTERM/SIGHUP unwind like Ctrl-C, so the finally below stops the servers.

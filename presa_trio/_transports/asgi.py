@@ -80,6 +80,7 @@ class AsgiApp:
         self.auth = auth
         self._open_runtime = open_runtime
         self._runtime: Runtime | None = None
+        self._watchers: trio.Nursery | None = None
         self.path = path
         self.max_body = max_body
         self.host_policy = host_policy if host_policy is not None else HostPolicy()
@@ -102,12 +103,16 @@ class AsgiApp:
         """
         if self._runtime is not None:
             raise RuntimeError("this app is already running")
-        async with self._open_runtime() as runtime:
-            self._runtime = runtime
+        # The run also owns the disconnect watchers of the requests it serves: a watcher
+        # outlives its request by a scheduler pass at most (see ``_serve``), and starting it
+        # here rather than in a nursery per request halves what watching costs a request.
+        async with self._open_runtime() as runtime, trio.open_nursery() as watchers:
+            self._runtime, self._watchers = runtime, watchers
             try:
                 yield runtime
             finally:
-                self._runtime = None
+                self._runtime = self._watchers = None
+                watchers.cancel_scope.cancel()
 
     @asynccontextmanager
     async def host_lifespan(self, host_app: object = None) -> AsyncIterator[None]:
@@ -229,17 +234,25 @@ class AsgiApp:
         if isinstance(message, Notification):
             await _plain(send, 202, b"")  # accepted; stdio is where notifications matter
             return
-        runtime = self._runtime
-        async with trio.open_nursery() as nursery:
-            responder = HttpResponder(send, nursery.cancel_scope, self.write_timeout, allowed)
-            nursery.start_soon(_cancel_on_disconnect, receive, nursery.cancel_scope)
-            headers = RoutingHeaders(scope["headers"])
-            traced = self.dispatcher.settings.tracing is not None
-            connection = http_attributes(scope) if traced else None
-            await self.dispatcher.serve(
-                message, headers, responder, runtime, authorization, connection=connection
-            )
-            nursery.cancel_scope.cancel()
+        headers = RoutingHeaders(scope["headers"])
+        runtime, watchers = self._runtime, self._watchers
+        traced = self.dispatcher.settings.tracing is not None
+        connection = http_attributes(scope) if traced else None
+        with trio.CancelScope() as request_scope:
+            responder = HttpResponder(send, request_scope, self.write_timeout, allowed)
+            if watchers is None:  # not running: answered 503 at once, nothing to watch
+                await self.dispatcher.serve(
+                    message, headers, responder, runtime, authorization, connection=connection
+                )
+                return
+            watch = trio.CancelScope()
+            watchers.start_soon(_cancel_on_disconnect, receive, request_scope, watch)
+            try:
+                await self.dispatcher.serve(
+                    message, headers, responder, runtime, authorization, connection=connection
+                )
+            finally:
+                watch.cancel()
 
     async def _read_body(self, receive: Receive, responder: HttpResponder) -> bytes | None:
         """The whole body, or None after answering why not (too large, too slow, gone)."""
@@ -280,10 +293,21 @@ async def _metadata(
         await send({"type": "http.response.body", "body": body})
 
 
-async def _cancel_on_disconnect(receive: Receive, scope: trio.CancelScope) -> None:
-    while (await receive())["type"] != "http.disconnect":
-        pass
-    scope.cancel()
+async def _cancel_on_disconnect(
+    receive: Receive, request: trio.CancelScope, watch: trio.CancelScope
+) -> None:
+    """Cancel ``request`` when its client goes away; ``watch`` is cancelled once it is over.
+
+    Hypercorn (like uvicorn) says ``http.disconnect`` as soon as a response is complete, so
+    the watcher usually wakes with it right after the final write and ends on its own; with
+    a server that does not, cancelling ``watch`` ends it.
+    """
+    with watch:
+        message = await receive()
+        while message["type"] != "http.disconnect":
+            message = await receive()
+        if not watch.cancel_called:  # the request is still running: it is the client's
+            request.cancel()
 
 
 def _values(scope: Scope, name: bytes) -> list[str]:
@@ -329,12 +353,17 @@ class HttpResponder:
         self._streaming = False
         self._gone = False
 
-    async def _write(self, message: Message, *, final: bool = False) -> None:
+    async def _write(
+        self, message: Message, then: Message | None = None, *, final: bool = False
+    ) -> None:
+        """Send ``message`` (and ``then`` right after it) within one ``write_timeout``."""
         if self._gone:
             await trio.lowlevel.checkpoint()
             return
         with trio.move_on_after(self._write_timeout, shield=final) as late:
             await self._send(message)
+            if then is not None:
+                await self._send(then)
         if late.cancelled_caught:
             logger.info(
                 "a client stopped reading for %s s; its request is dropped", self._write_timeout
@@ -362,13 +391,18 @@ class HttpResponder:
     async def finish(
         self, data: bytes, status: int, headers: Sequence[tuple[str, str]] = ()
     ) -> None:
-        if not self._streaming:
-            own = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers]
-            length = (b"content-length", str(len(data)).encode())
-            start = [*_JSON, length, *own, *self._extra]
-            await self._write({"type": "http.response.start", "status": status, "headers": start})
-        body = sse.event(data) if self._streaming else data
-        await self._write({"type": "http.response.body", "body": body}, final=True)
+        if self._streaming:
+            await self._write({"type": "http.response.body", "body": sse.event(data)}, final=True)
+            return
+        # A whole JSON response: its start and its body are one final write (one deadline).
+        own = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers]
+        length = (b"content-length", str(len(data)).encode())
+        start = {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [*_JSON, length, *own, *self._extra],
+        }
+        await self._write(start, {"type": "http.response.body", "body": data}, final=True)
 
 
 async def _plain(
