@@ -258,34 +258,3 @@ def test_head_constant_is_a_valid_prefix() -> None:
     # guards the helpers above: a plain message parses
     message = parse_message(HEAD + "{}}")
     assert isinstance(message, Request) and message.method == "tools/call"
-
-
-# The fast reader/writer (orjson) and the standard library must agree wherever they differ.
-
-
-@pytest.mark.parametrize(
-    "number", ["9223372036854775807", "18446744073709551616", "-99999999999999999999", "1" * 40]
-)
-def test_integers_beyond_64_bits_stay_exact(number: str) -> None:
-    assert decode_json(f'{{"n":{number}}}'.encode()) == {"n": int(number)}
-
-
-def test_bytes_and_text_read_alike() -> None:
-    text = message_text('{"a":[1,2.5,"\\u00e9",null,true],"b":{"c":-0}}')
-    assert decode_json(text.encode()) == decode_json(text)
-
-
-@pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf")])
-def test_encode_refuses_non_finite_floats_nested(value: float) -> None:
-    with pytest.raises(ValueError):
-        encode(result_message(1, {"structuredContent": {"x": [value]}}))
-
-
-def test_encode_writes_what_the_standard_library_writes() -> None:
-    message = result_message(1, {"a": None, "b": "null", "c": 2**70, 1: "int key", "d": 1e-7})
-    assert json.loads(encode(message)) == json.loads(json.dumps(message))
-
-
-def test_encode_refuses_a_lone_surrogate() -> None:
-    with pytest.raises(UnicodeEncodeError):
-        encode(result_message(1, {"text": "\ud800"}))
