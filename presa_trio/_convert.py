@@ -58,7 +58,15 @@ class Binder:
     once, here).
     """
 
-    __slots__ = ("_adapter", "_json_as_is", "_json_text", "_strings_as_is", "names", "var_keyword")
+    __slots__ = (
+        "_adapter",
+        "_ints",
+        "_json_as_is",
+        "_json_text",
+        "_strings_as_is",
+        "names",
+        "var_keyword",
+    )
 
     def __init__(
         self,
@@ -74,6 +82,7 @@ class Binder:
         self._json_as_is = all(_json_as_is(tp) for _, tp in hints)
         self._strings_as_is = all(_strings_as_is(tp) for _, tp in hints)
         self._json_text = frozenset(name for name, tp in hints if _is_container(tp))
+        self._ints = tuple(name for name, tp in hints if _is_int(tp))
 
     @property
     def can_convert(self) -> bool:
@@ -87,9 +96,19 @@ class Binder:
         return {k: v for k, v in arguments.items() if k in names}
 
     def from_json(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
-        """Arguments that passed the tool's inputSchema, converted where their hint asks."""
-        kwargs = self.pick(arguments)
-        if self._json_as_is or self._adapter is None:
+        """Arguments that passed the tool's inputSchema, converted where their hint asks.
+
+        The per-call path of every tool call: no pydantic when JSON already is the type.
+        """
+        if self.var_keyword:
+            kwargs = dict(arguments)
+        else:
+            names = self.names
+            kwargs = {k: v for k, v in arguments.items() if k in names}
+        if self._adapter is None or self._json_as_is:
+            for name in self._ints:  # 5.0 passed the schema as an integer
+                if type(kwargs.get(name)) is float:
+                    kwargs[name] = int(kwargs[name])
             return kwargs
         return _validated(self._adapter.validate_python, kwargs)
 
@@ -124,7 +143,9 @@ class Binder:
         """Converted arguments written back as JSON data, to check them against the schema."""
         if self._adapter is None:
             return dict(kwargs)
-        data: dict[str, Any] = self._adapter.dump_python(kwargs, mode="json", warnings=False)
+        data: dict[str, Any] = self._adapter.dump_python(
+            kwargs, mode="json", by_alias=True, warnings=False
+        )
         return data
 
 
@@ -221,24 +242,42 @@ def _is_typeddict(tp: object) -> bool:
     return isinstance(tp, type) and issubclass(tp, dict) and hasattr(tp, "__required_keys__")
 
 
-def _json_as_is(tp: object, active: tuple[type, ...] = ()) -> bool:
-    """Is a JSON value that matches this type's schema already a value of this type?"""
+def _is_int(tp: object) -> bool:
+    """``int``, ``int | None`` or either annotated with schema-only metadata."""
     tp = _unwrapped(tp)
-    if tp in (Any, object, str, int, float, bool, None, type(None)):
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin is typing.Annotated:
+        return _plain_metadata(args[1:]) and _is_int(args[0])
+    if origin in _UNION:
+        arms = [a for a in args if a is not type(None)]
+        return len(arms) == 1 and _is_int(arms[0])
+    return tp is int
+
+
+def _json_as_is(tp: object, nested: bool = False, active: tuple[type, ...] = ()) -> bool:
+    """Is a JSON value that matches this type's schema already a value of this type?
+
+    Not quite for ``int``: 5.0 is an integer to JSON Schema. A top-level ``int`` counts (the
+    binder turns such a float into an int itself, cheaply); a nested one needs the adapter.
+    """
+    tp = _unwrapped(tp)
+    if _is_int(tp):
+        return not nested
+    if tp in (Any, object, str, float, bool, None, type(None)):
         return True  # an int for a float is a float to a type checker
     if isinstance(tp, str | typing.ForwardRef):
         return True  # unresolved: nothing to convert to
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if origin is typing.Annotated:
-        return _plain_metadata(args[1:]) and _json_as_is(args[0], active)
+        return _plain_metadata(args[1:]) and _json_as_is(args[0], nested, active)
     if origin is typing.Literal:
         return not any(isinstance(a, enum.Enum) for a in args)
     if origin in _UNION:
-        return all(_json_as_is(a, active) for a in args)
+        return all(_json_as_is(a, True, active) for a in args)
     if (origin or tp) in _LISTS:
-        return all(_json_as_is(a, active) for a in args)
+        return all(_json_as_is(a, True, active) for a in args)
     if (origin or tp) in _MAPPINGS:
-        return not args or _json_as_is(args[1], active)
+        return not args or _json_as_is(args[1], True, active)
     if _is_typeddict(tp):
         assert isinstance(tp, type)
         if tp in active:
@@ -247,7 +286,7 @@ def _json_as_is(tp: object, active: tuple[type, ...] = ()) -> bool:
             hints = typing.get_type_hints(tp, include_extras=True)
         except NameError:
             return True
-        return all(_json_as_is(h, (*active, tp)) for h in hints.values())
+        return all(_json_as_is(h, True, (*active, tp)) for h in hints.values())
     return False
 
 

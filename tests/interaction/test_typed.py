@@ -228,6 +228,8 @@ async def test_strings_for_numbers_are_converted_as_the_sdk_does(client: Client)
     doubled = await client.call_tool("double", {"n": "21"})
     assert doubled["structuredContent"] == {"result": 42}
     assert doubled["content"] == [{"type": "text", "text": "42"}]
+    doubled = await client.call_tool("double", {"n": 4.0})  # an integer to JSON Schema
+    assert doubled["content"] == [{"type": "text", "text": "8"}]  # not 8.0: n was an int
 
 
 async def test_a_value_that_does_not_convert_is_an_input_error(client: Client) -> None:

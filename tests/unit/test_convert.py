@@ -138,9 +138,24 @@ def test_json_values_pass_as_they_are_when_nothing_needs_converting() -> None:
     assert kwargs == {"name": "n", "count": 1, "ratio": 2, "tags": tags}
     assert type(kwargs["ratio"]) is int  # not converted: an int is a float to a type checker
     assert kwargs["tags"] is tags
-    nested = binder(("p", Plain), ("m", dict[str, Sequence[int] | None]), ("t", Tree))
-    p = {"x": 1, "tags": []}
-    assert nested.from_json({"p": p, "m": {}, "t": {"label": "", "children": []}})["p"] is p
+    nested = binder(("m", dict[str, Sequence[str] | None]), ("t", Tree), ("f", list[float]))
+    t = {"label": "", "children": [{"label": "", "children": []}]}
+    assert nested.from_json({"m": {}, "t": t, "f": [1, 2.5]})["t"] is t
+
+
+def test_an_integral_float_for_an_int_arrives_as_an_int() -> None:
+    # 5.0 is an integer to JSON Schema (it passes the inputSchema); to Python it is a float
+    top = binder(("n", int), ("m", Optional[int], None), ("s", str))  # noqa: UP045
+    kwargs = top.from_json({"n": 5.0, "m": 2.0, "s": "x"})
+    assert kwargs == {"n": 5, "m": 2, "s": "x"}
+    assert (type(kwargs["n"]), type(kwargs["m"])) == (int, int)
+    inner = one(list[int], [1.0, 2])
+    assert inner == [1, 2]
+    assert isinstance(inner, list)
+    assert [type(i) for i in inner] == [int, int]
+    point = one(Plain, {"x": 3.0, "tags": []})
+    assert isinstance(point, dict)
+    assert type(point["x"]) is int
 
 
 def test_unknown_arguments_are_dropped_by_from_json_and_kept_with_kwargs() -> None:
@@ -210,6 +225,16 @@ def test_to_json_writes_converted_values_back() -> None:
         "tags": ["a"],
         "amount": "1.5",
     }
+
+
+def test_to_json_writes_a_model_by_alias_as_its_schema_reads_it() -> None:
+    class Person(BaseModel):
+        full_name: str = Field(alias="fullName")
+
+    b = binder(("who", Person), ("n", int))
+    converted = b.from_lax_json({"who": {"fullName": "Ada"}, "n": "1"})
+    assert converted == {"who": Person(fullName="Ada"), "n": 1}
+    assert b.to_json(converted) == {"who": {"fullName": "Ada"}, "n": 1}
 
 
 def test_no_parameters_no_adapter() -> None:
