@@ -79,8 +79,10 @@ class Binder:
         passed: set[str] = set()
         self._adapter = _adapter(parameters, var_keyword, label, passed)
         hints = [(name, tp) for name, tp, _ in parameters if name not in passed]
-        self._json_as_is = all(_json_as_is(tp) for _, tp in hints)
-        self._strings_as_is = all(_strings_as_is(tp) for _, tp in hints)
+        # Without an adapter there is nothing to convert to (all passed, or no parameters).
+        none = self._adapter is None
+        self._json_as_is = none or all(_json_as_is(tp) for _, tp in hints)
+        self._strings_as_is = none or all(_strings_as_is(tp) for _, tp in hints)
         self._json_text = frozenset(name for name, tp in hints if _is_container(tp))
         self._ints = tuple(name for name, tp in hints if _is_int(tp))
 
@@ -89,10 +91,10 @@ class Binder:
         return self._adapter is not None
 
     def pick(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
-        """The arguments the handler takes, as they are."""
-        if self.var_keyword:
-            return dict(arguments)
+        """The arguments the handler takes, as they are (a new dict: the caller adds to it)."""
         names = self.names
+        if self.var_keyword or arguments.keys() <= names:  # a set operation, in C
+            return dict(arguments)
         return {k: v for k, v in arguments.items() if k in names}
 
     def from_json(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
@@ -100,16 +102,17 @@ class Binder:
 
         The per-call path of every tool call: no pydantic when JSON already is the type.
         """
-        if self.var_keyword:
+        names = self.names
+        if self.var_keyword or arguments.keys() <= names:
             kwargs = dict(arguments)
         else:
-            names = self.names
             kwargs = {k: v for k, v in arguments.items() if k in names}
-        if self._adapter is None or self._json_as_is:
+        if self._json_as_is:
             for name in self._ints:  # 5.0 passed the schema as an integer
                 if type(kwargs.get(name)) is float:
                     kwargs[name] = int(kwargs[name])
             return kwargs
+        assert self._adapter is not None  # not as is: there is an adapter
         return _validated(self._adapter.validate_python, kwargs)
 
     def from_lax_json(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
@@ -135,8 +138,9 @@ class Binder:
         """String arguments (a prompt's, a resource template's variables) converted to their
         hints: ``"5"`` for ``count: int``, ``"2026-07-28"`` for a ``date``."""
         kwargs = self.pick(arguments)
-        if self._strings_as_is or self._adapter is None:
+        if self._strings_as_is:
             return kwargs
+        assert self._adapter is not None
         return _validated(self._adapter.validate_strings, kwargs)
 
     def to_json(self, kwargs: Mapping[str, Any]) -> dict[str, Any]:
