@@ -20,6 +20,7 @@ import jsonschema_rs
 import trio
 
 from ._context import Context
+from ._convert import ArgumentError
 from ._results import (
     ToolResult,
     call_result,
@@ -62,6 +63,9 @@ class Tool:
     ``options`` holds settings that extensions read (a task policy); the core ignores them.
     ``thread`` runs a sync handler in a worker thread (the default; see ``Signature.call``).
     ``scopes`` are the OAuth scopes a call needs over HTTP (``presa_trio.auth``).
+    ``lax``: the inputSchema was derived from the signature, so arguments that fail it get
+    pydantic's lax second chance (``"5"`` for an ``int``; see ``bind``). ``wrap_output``:
+    results are sent as ``{"result": value}`` (a derived outputSchema for a non-object type).
     """
 
     name: str
@@ -76,6 +80,8 @@ class Tool:
     options: dict[str, Any] = field(default_factory=dict)
     thread: bool = True
     scopes: tuple[str, ...] = ()
+    lax: bool = False
+    wrap_output: bool = False
     header_params: tuple[HeaderParam, ...] = ()
     validator: Any = None
     output_validator: Any = None
@@ -106,9 +112,34 @@ class Tool:
                 wire[key] = value
         self.wire = wire
 
-    def argument_errors(self, arguments: Mapping[str, Any]) -> list[str]:
+    def bind(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        """The handler's keyword arguments, each as its parameter is hinted; ArgumentError
+        when the arguments fail the inputSchema or do not convert.
+
+        Arguments that fail a derived inputSchema are converted in pydantic's lax mode, then
+        checked against the schema again (keywords pydantic does not know, ``Param(extra=)``,
+        still hold). Either way a failure is the tool's input error, never -32603.
+        """
+        binder = self.signature.binder
         if self.validator.is_valid(arguments):
-            return []
+            return binder.from_json(arguments)
+        if not (self.lax and binder.can_convert):
+            raise ArgumentError(self._schema_errors(arguments))
+        converted = binder.from_lax_json(arguments)
+        written = binder.to_json(converted)
+        if not self.validator.is_valid(written):
+            raise ArgumentError(self._schema_errors(written))
+        return converted
+
+    def argument_errors(self, arguments: Mapping[str, Any]) -> list[str]:
+        """What ``bind`` finds wrong with ``arguments`` (empty when they bind)."""
+        try:
+            self.bind(arguments)
+        except ArgumentError as exc:
+            return exc.problems
+        return []
+
+    def _schema_errors(self, arguments: Mapping[str, Any]) -> list[str]:
         return [
             f"{'/'.join(map(str, e.instance_path)) or '(root)'}: {e.message}"
             for e in self.validator.iter_errors(arguments)
@@ -116,12 +147,13 @@ class Tool:
 
     async def call(self, ctx: Context, arguments: Mapping[str, Any]) -> dict[str, Any]:
         """Run the tool; a tool's own failure becomes ``isError: true`` (never a traceback)."""
-        errors = self.argument_errors(arguments)
-        if errors:
-            await trio.lowlevel.checkpoint()
-            return error_result("Invalid arguments: " + "; ".join(errors))
         try:
-            value = await self.signature.call(ctx, arguments, thread=self.thread)
+            kwargs = self.bind(arguments)
+        except ArgumentError as exc:
+            await trio.lowlevel.checkpoint()
+            return error_result("Invalid arguments: " + "; ".join(exc.problems))
+        try:
+            value = await self.signature.call(ctx, kwargs, thread=self.thread)
         except ToolError as exc:
             await trio.lowlevel.checkpoint()
             return error_result(str(exc) or f"Tool {self.name} failed")
@@ -130,21 +162,27 @@ class Tool:
     def result_of(self, value: Any) -> dict[str, Any]:
         if isinstance(value, ToolResult):
             return value.to_wire()
-        if self.output_schema is not None:
-            structured = to_jsonable(value)
-            if not self.output_validator.is_valid(structured):
-                # The tool's own failure, shown as one (isError) so the client can read it;
-                # what exactly was wrong goes to the log, not to the client.
-                first = next(iter(self.output_validator.iter_errors(structured)))
-                where = "/".join(map(str, first.instance_path)) or "(root)"
-                logger.error(
-                    "tool %s broke its outputSchema at %s: %s", self.name, where, first.message
-                )
-                return error_result(
-                    f"Tool {self.name} returned output that does not match its outputSchema"
-                )
-            return structured_result(structured)
-        return call_result(content_of(value))
+        if self.output_schema is None:
+            return call_result(content_of(value))
+        structured = to_jsonable(value)
+        if self.wrap_output:
+            structured = {"result": structured}
+        if not self.output_validator.is_valid(structured):
+            # The tool's own failure, shown as one (isError) so the client can read it;
+            # what exactly was wrong goes to the log, not to the client.
+            first = next(iter(self.output_validator.iter_errors(structured)))
+            where = "/".join(map(str, first.instance_path)) or "(root)"
+            logger.error(
+                "tool %s broke its outputSchema at %s: %s", self.name, where, first.message
+            )
+            return error_result(
+                f"Tool {self.name} returned output that does not match its outputSchema"
+            )
+        if self.wrap_output:  # the content a plain return gives, as the SDK keeps it
+            result = call_result(content_of(value))
+            result["structuredContent"] = structured
+            return result
+        return structured_result(structured)
 
 
 @dataclass(slots=True)
@@ -165,8 +203,9 @@ class Resource:
     def describe(self) -> dict[str, Any]:
         return _describe({"uri": self.uri, "name": self.name}, self)
 
-    async def read(self, ctx: Context, uri: str, variables: Mapping[str, str]) -> dict[str, Any]:
-        value = await self.signature.call(ctx, variables, thread=self.thread)
+    async def read(self, ctx: Context, uri: str, kwargs: dict[str, Any]) -> dict[str, Any]:
+        """Read it; ``kwargs`` are a template's variables, converted (see ``Registry``)."""
+        value = await self.signature.call(ctx, kwargs, thread=self.thread)
         return {
             "contents": contents_of(value, uri, self.mime_type),
             "ttlMs": self.ttl_ms,
@@ -249,7 +288,11 @@ class Prompt:
         ]
         if missing:
             raise InvalidParams(f"Missing required prompt argument(s): {', '.join(missing)}")
-        value = await self.signature.call(ctx, arguments, thread=self.thread)
+        try:
+            kwargs = self.signature.binder.from_strings(arguments)
+        except ArgumentError as exc:
+            raise InvalidParams("Invalid prompt arguments: " + "; ".join(exc.problems)) from None
+        value = await self.signature.call(ctx, kwargs, thread=self.thread)
         return {"messages": messages_of(value)}
 
 
@@ -330,15 +373,21 @@ class Registry:
             raise ValueError(f"a completer for {ref[1]!r} is declared twice")
         self.completers[ref] = completer
 
-    def find_resource(self, uri: str) -> tuple[Resource, dict[str, str]] | None:
-        """The resource at ``uri`` (exact URIs first), with its template variables."""
+    def find_resource(self, uri: str) -> tuple[Resource, dict[str, Any]] | None:
+        """The resource at ``uri`` (exact URIs first), with its template variables converted
+        to their hints. A template whose variables do not convert (``abc`` for
+        ``note_id: int``) does not hold ``uri``: the next one may, else it is not found."""
         resource = self.resources.get(uri)
         if resource is not None:
             return resource, {}
         for template in self.templates.values():
             variables = template.match(uri)
-            if variables is not None:
-                return template, variables
+            if variables is None:
+                continue
+            try:
+                return template, template.signature.binder.from_strings(variables)
+            except ArgumentError:
+                continue
         return None
 
     @property

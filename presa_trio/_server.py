@@ -193,6 +193,11 @@ class Server:
     ) -> Callable[[F], F]:
         """Declare a tool. The input schema comes from the type hints unless given.
 
+        Each argument reaches ``fn`` as its parameter is hinted (a dataclass, a pydantic
+        model, an ``Enum``, a ``datetime``...), converted in pydantic's lax mode (``"5"`` for
+        an ``int``); one that does not convert is the tool's input error (``isError``). A
+        return type that is data gets an ``outputSchema`` and ``structuredContent`` (wrapped
+        as ``{"result": ...}`` when it is not an object); ``str`` and ``dict`` stay content.
         The description defaults to the docstring. ``options`` carries settings that
         extensions read (for example a task policy); the core ignores them. A sync function
         runs in a worker thread; ``thread=False`` runs it on the event loop instead, for
@@ -205,6 +210,7 @@ class Server:
         def register(fn: F) -> F:
             signature = Signature.of(fn)
             tool_name = name or fn.__name__
+            derived, wrap = signature.output_shape() if output_schema is None else (None, False)
             self.registry.add_tool(
                 Tool(
                     name=tool_name,
@@ -214,15 +220,15 @@ class Server:
                     else signature.input_schema(),
                     signature=signature,
                     title=title,
-                    output_schema=dict(output_schema)
-                    if output_schema is not None
-                    else signature.output_schema(),
+                    output_schema=dict(output_schema) if output_schema is not None else derived,
                     annotations=dict(annotations) if annotations is not None else None,
                     icons=[dict(i) for i in icons] if icons is not None else None,
                     meta=dict(meta) if meta is not None else None,
                     options=dict(options or {}),
                     thread=thread,
                     scopes=check_scopes(scopes),
+                    lax=input_schema is None,
+                    wrap_output=wrap,
                 )
             )
             return fn
@@ -246,7 +252,9 @@ class Server:
         """Declare a resource at a fixed URI; its function returns str, bytes or contents.
 
         A URI with ``{variables}`` declares a resource template instead; the function then
-        takes the variables as keyword arguments.
+        takes the variables as keyword arguments, converted to their hints (``note_id: int``).
+        A URI whose variables do not convert is not this template's (resource not found, when
+        no other template holds it).
         """
         _no_bare("resource", uri)
 
@@ -280,7 +288,8 @@ class Server:
         arguments: Sequence[Mapping[str, Any]] | None = None,
         thread: bool = True,
     ) -> Callable[[F], F]:
-        """Declare a prompt; its parameters are its (string) arguments."""
+        """Declare a prompt; its parameters are its arguments, strings on the wire converted to
+        their hints (``count: int``); one that does not convert is -32602 invalid params."""
         _no_bare("prompt", name)
 
         def register(fn: F) -> F:

@@ -1,9 +1,10 @@
-"""How a handler is called: its hints resolved once, for its schemas, its binding and its prompt
-arguments, and sync handlers run in worker threads.
+"""How a handler is called: its hints resolved once, for its schemas, its argument conversion
+and its prompt arguments, and sync handlers run in worker threads.
 
 One module decides which parameter takes the ``Context`` (the only such detector), which take
 arguments, and how to call the function; ``_typeschema`` turns the annotations it hands over
-into JSON Schema. It does not validate arguments (the registry does, against the schema).
+into JSON Schema and ``_convert`` arguments into the hinted types. It does not validate
+arguments (the registry does, against the schema).
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ from typing import Any, final
 import trio
 
 from ._context import Context
-from ._typeschema import EMPTY, output_schema, parameters_schema
+from ._convert import Binder
+from ._results import ToolResult
+from ._typeschema import EMPTY, output_shape, parameters_schema
 
 Handler = Callable[..., Any]
 
@@ -72,7 +75,8 @@ class Signature:
     """A handler's calling convention, read once when it is declared.
 
     ``parameters`` are the argument parameters as ``(name, annotation, default)``, in order,
-    without the ``Context`` one and without ``*args``/``**kwargs``.
+    without the ``Context`` one and without ``*args``/``**kwargs``; ``binder`` turns
+    arguments into the keyword arguments ``call`` takes.
     """
 
     fn: Handler
@@ -82,6 +86,7 @@ class Signature:
     var_keyword: bool
     returns: object
     is_async: bool
+    binder: Binder
 
     @classmethod
     def of(cls, fn: Handler) -> Signature:
@@ -99,14 +104,16 @@ class Signature:
                 context_param = param.name
             else:
                 parameters.append((param.name, annotation, param.default))
+        label = getattr(fn, "__qualname__", repr(fn))
         return cls(
             fn=fn,
-            label=getattr(fn, "__qualname__", repr(fn)),
+            label=label,
             context_param=context_param,
             parameters=tuple(parameters),
             var_keyword=var_keyword,
             returns=hints.get("return", EMPTY),
             is_async=_is_async(fn),
+            binder=Binder(parameters, var_keyword, label),
         )
 
     @property
@@ -119,7 +126,13 @@ class Signature:
 
     def output_schema(self) -> dict[str, Any] | None:
         """An ``outputSchema`` when the return annotation is structured (see _typeschema)."""
-        return output_schema(self.returns)
+        return self.output_shape()[0]
+
+    def output_shape(self) -> tuple[dict[str, Any] | None, bool]:
+        """The ``outputSchema`` and whether results are wrapped as ``{"result": value}``."""
+        if self.returns is ToolResult:  # the whole result, written by hand
+            return None, False
+        return output_shape(self.returns)
 
     def prompt_arguments(self) -> list[dict[str, Any]]:
         """Prompt arguments: every argument parameter is a string argument."""
@@ -131,19 +144,14 @@ class Signature:
             found.append(argument)
         return found
 
-    async def call(self, ctx: Context, arguments: typing.Mapping[str, Any], *, thread: bool) -> Any:
-        """Call the handler with ``ctx`` and the arguments it declares.
+    async def call(self, ctx: Context, kwargs: dict[str, Any], *, thread: bool) -> Any:
+        """Call the handler with ``ctx`` and ``kwargs`` (from ``binder``; this adds to them).
 
         A sync handler runs in a worker thread when ``thread`` is true, bounded by the run's
         thread limiter, so it cannot block the event loop. Cancellation abandons the thread:
         the request (or task) ends at once, the function runs to its end on its own, its result
         is discarded, and it keeps its limiter slot until it returns.
         """
-        if self.var_keyword:
-            kwargs = dict(arguments)
-        else:
-            names = self.names
-            kwargs = {k: v for k, v in arguments.items() if k in names}
         if self.context_param is not None:
             kwargs[self.context_param] = ctx
         if self.is_async:

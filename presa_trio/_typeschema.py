@@ -1,7 +1,10 @@
-"""Type annotations to JSON Schema (2020-12): one annotation, or a list of named parameters.
+"""Type annotations to JSON Schema (2020-12): one annotation, a list of named parameters, or a
+tool's return annotation (spec 2026-07-28 server/tools.mdx, inputSchema and outputSchema).
 
 Pure: it never looks at a function (``_signature`` resolves hints and finds the ``Context``
-parameter, once) and neither validates nor coerces; unsupported annotations raise TypeError.
+parameter, once) and neither validates nor coerces (``_convert`` does). The common types are
+written by hand; the rest (models, ``datetime``, ``UUID``, ``Field`` constraints) come from
+pydantic (``_adapt``). Unsupported annotations raise TypeError.
 """
 
 from __future__ import annotations
@@ -17,7 +20,18 @@ import typing
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, final
 
-__all__ = ["Param", "output_schema", "parameters_schema", "schema_for_type", "to_jsonable"]
+import pydantic_core
+
+from ._adapt import JsonMode, json_schema, metadata_keywords
+
+__all__ = [
+    "Param",
+    "output_schema",
+    "output_shape",
+    "parameters_schema",
+    "schema_for_type",
+    "to_jsonable",
+]
 
 #: The default of a parameter that has none (``inspect.Parameter.empty``).
 EMPTY = inspect.Parameter.empty
@@ -51,6 +65,8 @@ _CONTENT_NAMES = frozenset(
     {"TextContent", "ImageContent", "AudioContent", "ResourceLink", "EmbeddedResource"}
 )
 _NO_DEFAULT = object()
+_REFUSED = (bytes, bytearray, memoryview)  # JSON has no bytes; a str would be a guess
+_DEFS = "#/$defs/"
 
 
 def _is_typeddict(tp: object) -> bool:
@@ -99,11 +115,17 @@ def _default(value: object) -> object:
 
 
 class _Builder:
-    """Builds schemas for one root; recursive classes go to ``$defs`` instead of looping."""
+    """Builds schemas for one root; recursive classes go to ``$defs`` instead of looping.
 
-    def __init__(self) -> None:
+    ``mode`` is pydantic's: a ``Decimal`` is read from a number or a string ("validation",
+    for arguments) but written as a string ("serialization", for results).
+    """
+
+    def __init__(self, mode: JsonMode = "validation") -> None:
+        self.mode: JsonMode = mode
         self.defs: dict[str, dict[str, Any]] = {}
         self._names: dict[type, str] = {}
+        self._taken: set[str] = set()  # $defs names given out, also those not filled in yet
         self._active: list[type] = []
 
     def root(self, schema: dict[str, Any]) -> dict[str, Any]:
@@ -122,11 +144,18 @@ class _Builder:
                 return {"type": name}
         if isinstance(tp, str | typing.ForwardRef):
             raise TypeError(f"unresolved forward reference {tp!r}; is it importable at runtime?")
+        if tp in _REFUSED or isinstance(tp, typing.TypeVar):
+            raise TypeError(f"cannot build a JSON Schema for {tp!r}: unsupported type")
         if isinstance(tp, typing.NewType):
             return self.build(tp.__supertype__)
         origin, args = typing.get_origin(tp), typing.get_args(tp)
         if origin is typing.Annotated:
             schema = self.build(args[0])
+            # What pydantic reads (Field(ge=1), annotated_types) goes first, so that Param and
+            # mappings, written for this schema, win over it.
+            known = tuple(m for m in args[1:] if not isinstance(m, Param | Mapping | str))
+            if known:
+                schema.update(metadata_keywords(args[0], known, self.mode))
             for meta in args[1:]:
                 if isinstance(meta, Param):
                     schema.update(_param_keywords(meta))
@@ -171,17 +200,47 @@ class _Builder:
             if key not in ({}, {"type": "string"}):
                 schema["propertyNames"] = key
             return schema
-        raise TypeError(f"cannot build a JSON Schema for {tp!r}: unsupported type")
+        return self._adopt(json_schema(tp, self.mode))
+
+    def _adopt(self, schema: dict[str, Any]) -> dict[str, Any]:
+        """pydantic's schema with its ``$defs`` inlined, except where a definition contains
+        itself: that one joins this root's ``$defs`` (under a name not taken there)."""
+        found: dict[str, Any] = schema.pop("$defs", {})
+        renamed: dict[str, str] = {}
+
+        def walk(node: Any, stack: tuple[str, ...]) -> Any:
+            if isinstance(node, list):
+                return [walk(item, stack) for item in node]
+            if not isinstance(node, dict):
+                return node
+            ref = node.get("$ref")
+            if not (isinstance(ref, str) and ref.removeprefix(_DEFS) in found):
+                return {key: walk(value, stack) for key, value in node.items()}
+            name = ref.removeprefix(_DEFS)
+            rest = {key: walk(value, stack) for key, value in node.items() if key != "$ref"}
+            if name not in stack:
+                body = walk(found[name], (*stack, name))
+                if name not in renamed:  # it did not meet itself: inline it
+                    return {**body, **rest}
+                self.defs.setdefault(renamed[name], body)
+            elif name not in renamed:
+                renamed[name] = self._free_name(name)
+            return {"$ref": _DEFS + renamed[name], **rest}
+
+        adopted: dict[str, Any] = walk(schema, ())
+        return adopted
+
+    def _free_name(self, name: str) -> str:
+        candidate, i = name, 2
+        while candidate in self._taken:
+            candidate, i = f"{name}{i}", i + 1
+        self._taken.add(candidate)
+        return candidate
 
     def _object(self, cls: type) -> dict[str, Any]:
         name = self._names.get(cls)
         if name is None and cls in self._active:  # recursion: give it a $defs entry
-            name = cls.__name__
-            taken = set(self._names.values())
-            for i in range(2, len(taken) + 3):
-                if name not in taken:
-                    break
-                name = f"{cls.__name__}{i}"
+            name = self._free_name(cls.__name__)
             self._names[cls] = name
         if name is not None:
             return {"$ref": f"#/$defs/{name}"}
@@ -237,9 +296,9 @@ def _enum_schema(tp: object, values: tuple[object, ...]) -> dict[str, Any]:
     return {"enum": plain}
 
 
-def schema_for_type(tp: object) -> dict[str, Any]:
+def schema_for_type(tp: object, mode: JsonMode = "validation") -> dict[str, Any]:
     """The JSON Schema for one annotation; raises TypeError for unsupported types."""
-    builder = _Builder()
+    builder = _Builder(mode)
     return builder.root(builder.build(tp))
 
 
@@ -268,21 +327,78 @@ def parameters_schema(
 
 
 def output_schema(annotation: object) -> dict[str, Any] | None:
-    """An object ``outputSchema`` for a TypedDict or dataclass return annotation, or None.
+    """The ``outputSchema`` for a return annotation, or None (see ``output_shape``)."""
+    return output_shape(annotation)[0]
 
-    A plain ``dict`` return gets none: it is as likely a content block as structured data,
-    so structured output is opted into with a TypedDict, a dataclass or ``output_schema=``.
+
+def output_shape(annotation: object) -> tuple[dict[str, Any] | None, bool]:
+    """The ``outputSchema`` for a return annotation, and whether a value is sent wrapped as
+    ``{"result": value}`` (the MCP Python SDK's rule for what is not an object).
+
+    A TypedDict, a dataclass or a pydantic model is the object itself. A value that is not
+    an object (``int``, ``list[Point]``, ``datetime``, ``Color``, ``Point | None``) is wrapped.
+    None, ``str``, ``dict`` and anything that may hold content blocks get no schema: they are
+    content (``str`` a text block; a ``dict`` as likely a block as data), so structured output
+    for a mapping is opted into with a TypedDict, a dataclass, a model or ``output_schema=``.
+    A type with no JSON Schema is left unstructured, as before.
     """
     if typing.get_origin(annotation) in (cabc.Awaitable, cabc.Coroutine):
         args = typing.get_args(annotation)
         annotation = args[-1] if args else annotation
     core = _strip(annotation)
-    if not _is_object_class(core):
-        return None
-    assert isinstance(core, type)
-    if core.__name__ in _CONTENT_NAMES or _is_content_class(core):
-        return None
-    return schema_for_type(annotation)
+    if _is_object_class(core):
+        assert isinstance(core, type)
+        if core.__name__ in _CONTENT_NAMES or _is_content_class(core):
+            return None, False
+        return schema_for_type(annotation, "serialization"), False
+    if _may_be_content(core):
+        return None, False
+    builder = _Builder("serialization")
+    try:
+        schema = builder.build(annotation)
+    except TypeError:
+        return None, False
+    ref = schema.get("$ref")
+    body = builder.defs.get(ref.removeprefix(_DEFS), {}) if isinstance(ref, str) else schema
+    if isinstance(core, type) and body.get("type") == "object":  # a model (maybe recursive)
+        return builder.root(schema), False
+    return builder.root(_object_schema({"result": schema}, ["result"])), True
+
+
+_UNSTRUCTURED: tuple[object, ...] = (Any, object, EMPTY, None, type(None), str, *_REFUSED)
+
+
+def _may_be_content(tp: object) -> bool:
+    """Is a value of this type content (text, blocks) rather than data?"""
+    while isinstance(tp, typing.NewType):
+        tp = tp.__supertype__
+    if tp in _UNSTRUCTURED or isinstance(tp, str | typing.ForwardRef | typing.TypeVar):
+        return True
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin is typing.Union or origin is types.UnionType:
+        return any(_may_be_content(a) for a in args if a is not type(None))
+    if (origin or tp) in _MAPPINGS or _is_block_class(tp):
+        return True
+    if (origin or tp) in (*_SEQUENCES, *_SETS, tuple, typing.Tuple):  # noqa: UP006
+        return not args or any(_may_be_block(_strip(a)) for a in args if a is not Ellipsis)
+    return False
+
+
+def _may_be_block(tp: object) -> bool:
+    """Could a value of this type be one content block (a dict with a ``type``)?"""
+    if tp in (Any, object) or (typing.get_origin(tp) or tp) in _MAPPINGS or _is_block_class(tp):
+        return True
+    if typing.get_origin(tp) in (typing.Union, types.UnionType):
+        return any(_may_be_block(_strip(a)) for a in typing.get_args(tp))
+    return False
+
+
+def _is_block_class(tp: object) -> bool:
+    return (
+        _is_object_class(tp)
+        and isinstance(tp, type)
+        and (tp.__name__ in _CONTENT_NAMES or _is_content_class(tp))
+    )
 
 
 def _is_content_class(cls: type) -> bool:
@@ -296,7 +412,14 @@ def _is_content_class(cls: type) -> bool:
 
 
 def to_jsonable(value: object) -> object:
-    """A tool's structured return value as plain JSON data (dicts, lists and scalars)."""
+    """A tool's structured return value as plain JSON data (dicts, lists and scalars).
+
+    What is not a dataclass, enum, mapping or collection (a pydantic model, ``datetime``,
+    ``UUID``, ``Decimal``, ``Path``) is written as pydantic writes it; anything pydantic
+    cannot write either is handed back as it is (``json.dumps`` then refuses it).
+    """
+    if value is None or type(value) in (str, int, float, bool):
+        return value
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return to_jsonable(dataclasses.asdict(value))
     if isinstance(value, enum.Enum):
@@ -312,4 +435,7 @@ def to_jsonable(value: object) -> object:
         with contextlib.suppress(TypeError):  # unorderable items keep iteration order
             items.sort()
         return items
-    return value
+    try:
+        return pydantic_core.to_jsonable_python(value, by_alias=True)
+    except pydantic_core.PydanticSerializationError:
+        return value

@@ -146,6 +146,7 @@ async def call(port: int, method: str, params: dict[str, Any] | None = None, **k
 
 
 async def tool(port: int, name: str, arguments: dict[str, Any] | None = None) -> Any:
-    """Call a tool whose result is structured content; returns that."""
+    """Call a tool that answers JSON data; returns that data, read from its text block (also
+    the value when an ``int`` return's structuredContent wraps it as ``{"result": ...}``)."""
     result = await call(port, "tools/call", {"name": name, "arguments": arguments or {}})
-    return result.get("structuredContent", json.loads(result["content"][0]["text"]))
+    return json.loads(result["content"][0]["text"])

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.e2e
 
 def readme_example(name: str) -> str:
     text = (ROOT / "README.md").read_text()
-    found = re.search(rf"```python\n# example: {name}\n(.*?)```", text, re.DOTALL)
+    found = re.search(rf"```python\n# host example: {name}\n(.*?)```", text, re.DOTALL)
     assert found is not None, f"the README lost its {name} example"
     return found.group(1)
 

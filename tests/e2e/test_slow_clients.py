@@ -430,7 +430,7 @@ async def call(port: int, name: str, arguments: dict[str, Any]) -> tuple[Any, fl
 
 async def structured(port: int, name: str, arguments: dict[str, Any] | None = None) -> Any:
     result, _ = await call(port, name, arguments or {})
-    return result.get("structuredContent", json.loads(result["content"][0]["text"]))
+    return json.loads(result["content"][0]["text"])  # an int return's value, or a dict
 
 
 async def dribble(wire: Wire, pieces: Iterable[bytes], interval: float) -> None:

@@ -513,7 +513,7 @@ def test_the_readme_example_runs() -> None:
     """The README's "Observability" example, run as it is: it prints both spans, in the
     caller's trace."""
     text = (ROOT / "README.md").read_text()
-    found = re.search(r"```python\n(# example: observability\n.*?)```", text, re.DOTALL)
+    found = re.search(r"```python\n(# traced example: observability\n.*?)```", text, re.DOTALL)
     assert found is not None, "README.md lost its observability example"
     done = subprocess.run(
         [sys.executable, "-c", found.group(1)],

@@ -27,6 +27,8 @@ PURE = [
     "presa_trio._request_state",
     "presa_trio._mrtr",
     "presa_trio._typeschema",
+    "presa_trio._adapt",
+    "presa_trio._convert",
     "presa_trio._results",
     "presa_trio._validate",
     "presa_trio.ext.tasks._states",

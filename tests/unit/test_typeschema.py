@@ -4,8 +4,12 @@ No ``from __future__ import annotations`` here, so quoted hints stay plain strin
 """
 
 import dataclasses
+import datetime
+import decimal
 import enum
+import pathlib
 import typing
+import uuid
 from collections.abc import Awaitable, Mapping, Sequence
 from typing import Annotated, Any, Literal, NotRequired, Optional, Required, TypedDict
 
@@ -13,8 +17,9 @@ import jsonschema
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pydantic import BaseModel, Field
 
-from presa_trio import Context
+from presa_trio import Context, ToolResult
 from presa_trio._signature import Signature, input_schema_for, output_schema_for
 from presa_trio._typeschema import Param, schema_for_type, to_jsonable
 
@@ -111,6 +116,35 @@ class Opaque:
     pass
 
 
+class Item(BaseModel):
+    name: str = Field(description="What")
+    qty: int = Field(default=1, ge=1)
+
+
+class Order(BaseModel):
+    items: list[Item]
+    when: datetime.datetime | None = None
+
+
+class Outline(BaseModel):
+    label: str
+    children: list["Outline"] = []
+
+
+@dataclasses.dataclass
+class Stamp:
+    at: datetime.datetime
+    amount: decimal.Decimal
+    limit: Annotated[int, Field(ge=1, le=50)] = 10
+
+
+@dataclasses.dataclass
+class Chain:
+    value: int
+    next: "Chain | None" = None
+
+
+HandChain = Chain
 UserId = typing.NewType("UserId", int)
 T = typing.TypeVar("T")
 
@@ -439,6 +473,161 @@ def test_unsupported_types_raise(tp: object, name: str) -> None:
         schema_for_type(tp)
 
 
+# --- what pydantic writes: models, formats, Field constraints -----------------------------
+
+ITEM = {
+    "properties": {
+        "name": {"description": "What", "title": "Name", "type": "string"},
+        "qty": {"default": 1, "minimum": 1, "title": "Qty", "type": "integer"},
+    },
+    "required": ["name"],
+    "title": "Item",
+    "type": "object",
+}
+OUTLINE = {
+    "properties": {
+        "label": {"title": "Label", "type": "string"},
+        "children": {
+            "default": [],
+            "items": {"$ref": "#/$defs/Outline"},
+            "title": "Children",
+            "type": "array",
+        },
+    },
+    "required": ["label"],
+    "title": "Outline",
+    "type": "object",
+}
+
+
+@pytest.mark.parametrize(
+    ("tp", "expected"),
+    [
+        (datetime.datetime, {"format": "date-time", "type": "string"}),
+        (datetime.date, {"format": "date", "type": "string"}),
+        (datetime.time, {"format": "time", "type": "string"}),
+        (uuid.UUID, {"format": "uuid", "type": "string"}),
+        (pathlib.Path, {"format": "path", "type": "string"}),
+        (decimal.Decimal, {"anyOf": [{"type": "number"}, {"type": "string"}]}),
+        (
+            datetime.date | None,
+            {"anyOf": [{"format": "date", "type": "string"}, {"type": "null"}]},
+        ),
+    ],
+)
+def test_formats_come_from_pydantic(tp: object, expected: dict[str, Any]) -> None:
+    assert checked(schema_for_type(tp)) == expected
+
+
+def test_decimal_is_written_as_a_string() -> None:
+    assert schema_for_type(decimal.Decimal, "serialization") == {"type": "string"}
+
+
+def test_model_with_nested_model_is_inlined() -> None:
+    schema = checked(schema_for_type(Order))
+    assert schema == {
+        "properties": {
+            "items": {"items": ITEM, "title": "Items", "type": "array"},
+            "when": {
+                "anyOf": [{"format": "date-time", "type": "string"}, {"type": "null"}],
+                "default": None,
+                "title": "When",
+            },
+        },
+        "required": ["items"],
+        "title": "Order",
+        "type": "object",
+    }
+    accepts(schema, {"items": [{"name": "n"}], "when": "2026-07-28T00:00:00Z"})
+    rejects(schema, {"items": [{"name": "n", "qty": 0}]}, {"items": [{}]})
+
+
+def test_recursive_model_keeps_defs_at_the_root() -> None:
+    assert checked(schema_for_type(Outline)) == {**OUTLINE, "$defs": {"Outline": OUTLINE}}
+    schema = checked(schema_for_type(list[Outline]))
+    assert schema == {
+        "type": "array",
+        "items": {"$ref": "#/$defs/Outline"},
+        "$defs": {"Outline": OUTLINE},
+    }
+    accepts(schema, [{"label": "a", "children": [{"label": "b"}]}])
+    rejects(schema, [{"label": "a", "children": [{"label": 1}]}])
+
+
+def test_a_pydantic_def_does_not_take_a_hand_built_name() -> None:
+    class Chain(BaseModel):  # the name of the recursive dataclass HandChain
+        tag: str
+        link: "Chain | None" = None
+
+    schema = checked(schema_for_type(tuple[HandChain, Chain]))
+    assert schema["prefixItems"] == [{"$ref": "#/$defs/Chain"}, {"$ref": "#/$defs/Chain2"}]
+    assert schema["$defs"]["Chain"]["properties"]["next"] == {
+        "anyOf": [{"$ref": "#/$defs/Chain"}, {"type": "null"}],
+        "default": None,
+    }
+    assert schema["$defs"]["Chain2"]["properties"]["link"] == {
+        "anyOf": [{"$ref": "#/$defs/Chain2"}, {"type": "null"}],
+        "default": None,
+    }
+    accepts(schema, [{"value": 1, "next": {"value": 2}}, {"tag": "a", "link": {"tag": "b"}}])
+    rejects(schema, [{"value": 1}, {"tag": "a", "link": {"tag": 2}}])
+
+
+def test_field_constraints_join_the_schema() -> None:
+    limit = Annotated[int, Field(ge=1, le=50)]
+    assert checked(schema_for_type(limit)) == {"type": "integer", "minimum": 1, "maximum": 50}
+    rejects(schema_for_type(limit), 0, 51)
+    name = Annotated[str, Field(min_length=2, pattern="^a"), Param(description="x")]
+    assert checked(schema_for_type(name)) == {
+        "type": "string",
+        "minLength": 2,
+        "pattern": "^a",
+        "description": "x",
+    }
+    few = Annotated[list[int], Field(max_length=3, description="d")]
+    assert checked(schema_for_type(few)) == {
+        "type": "array",
+        "items": {"type": "integer"},
+        "maxItems": 3,
+        "description": "d",
+    }
+
+
+def test_param_wins_over_field_for_the_same_keyword() -> None:
+    tp = Annotated[int, Field(description="field"), Param(description="param")]
+    assert schema_for_type(tp) == {"type": "integer", "description": "param"}
+
+
+def test_field_on_a_model_keeps_the_model_whole() -> None:
+    schema = checked(schema_for_type(Annotated[Item, Field(description="one item")]))
+    assert schema == {**ITEM, "description": "one item"}
+
+
+@dataclasses.dataclass
+class Holder:
+    where: Point  # a stdlib TypedDict inside a dataclass: pydantic refuses it below 3.12
+
+
+def test_field_on_a_type_pydantic_cannot_read_still_describes() -> None:
+    schema = checked(schema_for_type(Annotated[Holder, Field(description="held")]))
+    assert schema == {**schema_for_type(Holder), "description": "held"}
+
+
+def test_dataclass_fields_take_pydantic_types_and_constraints() -> None:
+    assert checked(schema_for_type(Stamp)) == {
+        "type": "object",
+        "properties": {
+            "at": {"format": "date-time", "type": "string"},
+            "amount": {"anyOf": [{"type": "number"}, {"type": "string"}]},
+            "limit": {"type": "integer", "maximum": 50, "minimum": 1, "default": 10},
+        },
+        "required": ["at", "amount"],
+        "additionalProperties": False,
+    }
+    written = schema_for_type(Stamp, "serialization")
+    assert written["properties"]["amount"] == {"type": "string"}
+
+
 # --- input_schema_for ---------------------------------------------------------------------
 
 
@@ -644,20 +833,79 @@ def test_output_schema_for_recursive_root_is_still_an_object() -> None:
     assert set(schema["$defs"]) == {"Node"}
 
 
-def test_output_schema_none_for_other_returns() -> None:
+def test_output_schema_none_for_content_returns() -> None:
     def text() -> str: ...
     def nothing() -> None: ...
     def missing():  # type: ignore[no-untyped-def]
         ...
-    def listing() -> list[Point]: ...
-    def optional() -> Point | None: ...
     def content() -> TextContent: ...
     def block() -> Block: ...
-    def number() -> int: ...
     def unresolved() -> "Nowhere": ...  # type: ignore[name-defined]  # noqa: F821
+    def blocks() -> list[dict[str, Any]]: ...
+    def anything() -> list: ...  # type: ignore[type-arg]
+    def text_or_none() -> str | None: ...
+    def some_blocks() -> Sequence[TextContent | Block]: ...
+    def opaque() -> Opaque: ...
+    def whole() -> ToolResult: ...
 
-    for fn in (text, nothing, missing, listing, optional, content, block, number, unresolved):
+    for fn in (
+        text,
+        nothing,
+        missing,
+        content,
+        block,
+        unresolved,
+        blocks,
+        anything,
+        text_or_none,
+        some_blocks,
+        opaque,
+        whole,
+    ):
         assert output_schema_for(fn) is None, fn.__name__
+
+
+def wrapped(schema: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {"result": schema},
+        "required": ["result"],
+        "additionalProperties": False,
+    }
+
+
+def test_values_that_are_not_objects_are_wrapped_as_result() -> None:
+    def number() -> int: ...
+    def listing() -> list[Point]: ...
+    def optional() -> Point | None: ...
+    def color() -> Color: ...
+    def names() -> list[str]: ...
+    def pair() -> tuple[str, int]: ...
+
+    assert checked(output_schema_for(number)) == wrapped({"type": "integer"})
+    assert checked(output_schema_for(listing)) == wrapped(schema_for_type(list[Point]))
+    assert checked(output_schema_for(optional)) == wrapped(
+        {"anyOf": [schema_for_type(Point), {"type": "null"}]}
+    )
+    assert checked(output_schema_for(color)) == wrapped(
+        {"type": "string", "enum": ["red", "green"]}
+    )
+    assert checked(output_schema_for(names)) == wrapped(
+        {"type": "array", "items": {"type": "string"}}
+    )
+    assert checked(output_schema_for(pair)) == wrapped(schema_for_type(tuple[str, int]))
+    assert Signature.of(number).output_shape() == (wrapped({"type": "integer"}), True)
+    assert Signature.of(optional).output_shape()[1] is True
+
+
+def test_objects_are_not_wrapped() -> None:
+    def td() -> Point: ...
+    def model() -> Order: ...
+
+    assert Signature.of(td).output_shape() == (schema_for_type(Point), False)
+    schema, wraps = Signature.of(model).output_shape()
+    assert wraps is False
+    assert checked(schema)["type"] == "object"
 
 
 def test_output_schema_with_unsupported_field_raises() -> None:
@@ -691,6 +939,41 @@ def test_to_jsonable() -> None:
     assert to_jsonable(None) is None
     assert sorted(typing.cast(list[Any], to_jsonable(frozenset({1, "a"}))), key=str) == [1, "a"]
     assert to_jsonable(Options) is Options  # a class is not an instance
+
+
+def test_to_jsonable_writes_what_pydantic_writes() -> None:
+    utc = datetime.UTC
+    assert to_jsonable(datetime.datetime(2026, 7, 28, 9, 30, tzinfo=utc)) == "2026-07-28T09:30:00Z"
+    assert to_jsonable(datetime.date(2026, 7, 28)) == "2026-07-28"
+    assert to_jsonable(uuid.UUID(int=1)) == "00000000-0000-0000-0000-000000000001"
+    assert to_jsonable(decimal.Decimal("1.50")) == "1.50"
+    assert to_jsonable(pathlib.Path("/a/b")) == "/a/b"
+    order = Order(items=[Item(name="n")], when=datetime.datetime(2026, 7, 28, tzinfo=utc))
+    assert to_jsonable(order) == {
+        "items": [{"name": "n", "qty": 1}],
+        "when": "2026-07-28T00:00:00Z",
+    }
+    stamp = Stamp(datetime.datetime(2026, 7, 28), decimal.Decimal("2"))
+    data = to_jsonable(stamp)
+    assert data == {"at": "2026-07-28T00:00:00", "amount": "2", "limit": 10}
+    accepts(schema_for_type(Stamp, "serialization"), data)
+    assert to_jsonable({"ids": (uuid.UUID(int=2),), "colors": {Color.RED}}) == {
+        "ids": ["00000000-0000-0000-0000-000000000002"],
+        "colors": ["red"],
+    }
+    opaque = Opaque()
+    assert to_jsonable(opaque) is opaque  # json.dumps refuses it later, as before
+
+
+def test_a_model_is_written_by_alias_as_its_schema_says() -> None:
+    class Person(BaseModel):
+        full_name: str = Field(alias="fullName")
+
+    schema = schema_for_type(Person, "serialization")
+    assert list(schema["properties"]) == ["fullName"]
+    data = to_jsonable(Person(fullName="Ada"))
+    assert data == {"fullName": "Ada"}
+    accepts(schema, data)
 
 
 # --- property: nested list/dict/Optional/tuple over scalars --------------------------------
