@@ -14,13 +14,11 @@ in ``_meta``) continues through the request, the task and the tool's run.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, running
+from conftest import ROOT, run_client, running
 
 pytestmark = pytest.mark.e2e
 
@@ -33,16 +31,7 @@ def drive(strict: bool, wire: Path) -> tuple[dict[str, Any], list[dict[str, Any]
     """Run the clients against the tasks app; what they saw, and the server's capture."""
     env = {"PRESA_TASKS_STRICT": "1" if strict else "0", "PRESA_WIRE_LOG": str(wire)}
     with running("tasks_app:app", HERE, env=env) as served:
-        done = subprocess.run(
-            [sys.executable, str(CLIENT), f"http://127.0.0.1:{served.port}/mcp"],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-        assert done.returncode == 0, f"client failed:\n{done.stdout}\n{done.stderr}"
-    seen: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+        seen = run_client(CLIENT, f"http://127.0.0.1:{served.port}/mcp")
     capture = [json.loads(line) for line in wire.read_text().splitlines()]
     return seen, capture
 
@@ -109,16 +98,7 @@ def test_a_clients_trace_continues_through_its_task(tmp_path: Path) -> None:
     spans_path = tmp_path / "spans.jsonl"
     env = {"PRESA_SPANS": str(spans_path)}
     with running("tasks_app:app", HERE, env=env) as served:
-        done = subprocess.run(
-            [sys.executable, str(CLIENT), "--traced", f"http://127.0.0.1:{served.port}/mcp"],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-        assert done.returncode == 0, f"client failed:\n{done.stdout}\n{done.stderr}"
-    seen = json.loads(done.stdout.strip().splitlines()[-1])
+        seen = run_client(CLIENT, "--traced", f"http://127.0.0.1:{served.port}/mcp")
     assert seen["content"] == [{"type": "text", "text": "2"}]
     (agent,) = [s for s in seen["spans"] if s["name"] == "agent"]
     trace_id = "0x" + agent["trace_id"]

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from typing import Any
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, run_client
 
 pytestmark = pytest.mark.e2e
 
@@ -16,17 +13,7 @@ CLIENT = ROOT / "tests" / "e2e" / "sdk_client.py"
 
 
 def run_sdk(target: str) -> dict[str, Any]:
-    result = subprocess.run(
-        [sys.executable, str(CLIENT), target],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert result.returncode == 0, f"SDK client failed:\n{result.stdout}\n{result.stderr}"
-    seen: dict[str, Any] = json.loads(result.stdout.strip().splitlines()[-1])
-    return seen
+    return run_client(CLIENT, target)
 
 
 def check(seen: dict[str, Any]) -> None:
