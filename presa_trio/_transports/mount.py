@@ -19,6 +19,7 @@ from typing import Any, Protocol, final
 import trio
 
 from ._asgi_types import Asgi, Message, Receive, Scope, Send
+from ._shutdown import ShutdownBound
 
 logger = logging.getLogger("presa_trio")
 
@@ -31,6 +32,9 @@ class MountedApp(Protocol):
     def lifespan(self) -> AbstractAsyncContextManager[Any]: ...
 
     def begin_shutdown(self) -> None: ...
+
+    @property
+    def shutdown_bound(self) -> ShutdownBound: ...
 
 
 @final
@@ -67,7 +71,12 @@ class Mounted:
     async def _lifespan(self, scope: Scope, receive: Receive, send: Send) -> None:
         if (await receive())["type"] != "lifespan.startup":
             return
-        host = _HostLifespan(self.host, scope, receive, send)
+        try:
+            await self._run(_HostLifespan(self.host, scope, receive, send))
+        finally:
+            self.mcp.shutdown_bound.cancel()  # the shutdown (if one began) is over
+
+    async def _run(self, host: _HostLifespan) -> None:
         try:
             async with self.mcp.lifespan():
                 if not await host.run(self.mcp.begin_shutdown):
@@ -75,13 +84,14 @@ class Mounted:
         except Exception as exc:
             if host.state == "starting":
                 logger.error("the MCP server did not start", exc_info=exc)
-                await send({"type": "lifespan.startup.failed", "message": f"presa_trio: {exc!r}"})
+                message = f"presa_trio: {exc!r}"
+                await host.send({"type": "lifespan.startup.failed", "message": message})
                 return
             # After startup a failed run is logged; requests are answered 503 from now on.
             logger.error("the MCP server's run failed after startup", exc_info=exc)
             if host.state == "serving":  # the ASGI server still expects its shutdown turn
                 await host.until_shutdown()
-        await send({"type": "lifespan.shutdown.complete"})
+        await host.send({"type": "lifespan.shutdown.complete"})
 
 
 @final

@@ -12,6 +12,7 @@ import trio
 from asgi_scope import exchange
 
 from presa_trio import Server
+from presa_trio._transports._shutdown import ShutdownBound
 from presa_trio.testing import Client
 
 Message = dict[str, Any]
@@ -106,6 +107,21 @@ async def test_the_server_runs_around_the_host_and_the_prefix_is_routed_to_it() 
         "lifespan.shutdown",
     ]
     assert mcp_app.runtime is None  # and stopped after it
+
+
+async def test_the_shutdown_bound_is_lifted_once_the_server_stopped() -> None:
+    ended: list[int] = []
+    host = Host()
+    mcp_app, app = server_and_host(host)
+    mcp_app.shutdown_bound = ShutdownBound(0.2, exit=ended.append)
+    lifespan = Lifespan()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(app, {"type": "lifespan"}, lifespan.app_reads.receive, lifespan.send)
+        assert await lifespan.say("startup") == "lifespan.startup.complete"
+        assert await lifespan.say("shutdown") == "lifespan.shutdown.complete"
+    assert mcp_app.shutdown_bound.started  # the clock ran while it drained ...
+    await trio.sleep(0.4)
+    assert ended == []  # ... and never ended the process once the drain was done
 
 
 async def test_a_host_without_lifespan_support_still_gets_the_server_run() -> None:
