@@ -55,7 +55,7 @@ class Sink:
 
     keepalive = notify
 
-    async def finish(self, data: bytes, status: int) -> None:
+    async def finish(self, data: bytes, status: int, headers: Any = ()) -> None:
         self.message = json.loads(data)
 
 
