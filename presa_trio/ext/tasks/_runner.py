@@ -17,7 +17,6 @@ import functools
 import logging
 import math
 from collections.abc import Awaitable, Callable, Mapping
-from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from typing import Any, final
 
@@ -110,6 +109,7 @@ class TaskRunner:
         # With a shared backend, tasks run by other workers are reached through it.
         self.backend = backend
         self.worker_id = backend.worker_id if backend is not None else ""
+        self._shared = backend is not None and backend.shared
         self._nursery: trio.Nursery | None = None
         self._live: dict[str, _Live] = {}
         # Outcomes of finished tasks that the store refused to record: offered again until
@@ -184,6 +184,7 @@ class TaskRunner:
         nursery = self.nursery
         live = _Live(dict(answered or {}), trio.CancelScope(deadline=self._deadline(record)))
         self._live[record.task_id] = live
+        task = (record, work, live)
         with trio.CancelScope(shield=True):
             try:
                 await self.store.create(record, limits)
@@ -191,7 +192,7 @@ class TaskRunner:
                 del self._live[record.task_id]
                 raise
             try:
-                nursery.start_soon(self._run, record, work, live)
+                nursery.start_soon(self._run_attended if self._shared else self._run, *task)
             except RuntimeError:  # the runner closed while the record was stored: the run ends
                 del self._live[record.task_id]
                 with trio.move_on_after(COMMIT_SECONDS):
@@ -200,13 +201,14 @@ class TaskRunner:
                     "Server is shutting down; no new tasks are accepted"
                 ) from None
 
-    async def _run(self, record: TaskRecord, work: Work, live: _Live) -> None:
-        # While it runs here, cancels and answers from other workers reach it promptly.
-        attention = self.backend.attention() if self.backend is not None else nullcontext()
-        with attention:
-            await self._live_task(record, work, live)
+    async def _run_attended(self, record: TaskRecord, work: Work, live: _Live) -> None:
+        """A task on a shared backend: while it runs here, cancels and answers from other
+        workers reach it promptly."""
+        assert self.backend is not None
+        with self.backend.attention():
+            await self._run(record, work, live)
 
-    async def _live_task(self, record: TaskRecord, work: Work, live: _Live) -> None:
+    async def _run(self, record: TaskRecord, work: Work, live: _Live) -> None:
         span = self._span(record)
         outcome: TaskEvent = Stopped()  # what stands if the runner itself is cancelled
         try:
@@ -216,8 +218,11 @@ class TaskRunner:
                 # cancelled before the work began: this checkpoint raises, and the work
                 # never starts (the scope catches its own cancellation)
                 await trio.lowlevel.checkpoint_if_cancelled()
-                with span.current() if span is not None else nullcontext():
+                if span is None:
                     outcome = await self._attempt(record, work)
+                else:
+                    with span.current():
+                        outcome = await self._attempt(record, work)
             if live.cancelled:  # a client's cancel is honoured, whatever came after
                 outcome = CancelRequested()
             elif live.scope.cancelled_caught:
