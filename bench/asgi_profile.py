@@ -14,12 +14,14 @@ import pstats
 import sys
 import time
 import timeit
+from collections import Counter
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
 import outcome
 import trio
+import trio.testing
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -68,8 +70,10 @@ class Exchange:
             self.answered.set()
 
 
-async def drive(app: Any, n: int, body: bytes) -> float:
-    """Run lifespan startup, n sequential requests (timed), then shutdown; return seconds."""
+async def drive(app: Any, n: int, body: bytes, traced: Any = None) -> float:
+    """Run lifespan startup, n sequential requests (timed), then shutdown; return seconds.
+
+    With ``traced`` (a ``sys.settrace`` function), the requests alone run under it."""
     to_app, from_test = trio.open_memory_channel[dict[str, Any]](1)
 
     async def life_send(message: dict[str, Any]) -> None:
@@ -84,15 +88,41 @@ async def drive(app: Any, n: int, body: bytes) -> float:
         await to_app.send({"type": "lifespan.startup"})
         await started.wait()
         t0 = time.perf_counter()
+        sys.settrace(traced)
         for _ in range(n):
             exchange = Exchange(body)
             await app(scope, exchange.receive, exchange.send)
             sent = exchange.sent
             if sent[0].get("status") != 200 or b'"result"' not in sent[-1]["body"]:
                 raise RuntimeError(f"bad response: {sent}")
+        await trio.testing.wait_all_tasks_blocked()  # what a request left running counts too
+        sys.settrace(None)
         elapsed = time.perf_counter() - t0
         await to_app.send({"type": "lifespan.shutdown"})
     return elapsed
+
+
+def opcodes(app: Any, body: bytes, n: int = 500) -> tuple[float, Counter[str]]:
+    """Python opcodes executed per request (``sys.settrace`` with ``f_trace_opcodes``):
+    deterministic where times are noisy. C work (JSON, jsonschema-rs) counts as one call.
+    Also returns the count per function (``file:function``), summed over the ``n``."""
+    per: Counter[str] = Counter()
+
+    def trace(frame: Any, event: str, arg: Any) -> Any:
+        frame.f_trace_opcodes = True
+        code = frame.f_code
+        where = f"{Path(code.co_filename).name}:{code.co_name}"
+
+        def local(frame: Any, event: str, arg: Any) -> Any:
+            if event == "opcode":
+                per[where] += 1
+            return local
+
+        return local
+
+    trio.run(drive, app, 50, body)  # warm-up
+    trio.run(drive, app, n, body, trace)
+    return sum(per.values()) / n, per
 
 
 def by_hand(coro: Coroutine[Any, Any, Any]) -> Any:
@@ -157,8 +187,19 @@ def main() -> int:
     ap.add_argument("-n", type=int, default=20000, help="requests per app (default 20000)")
     ap.add_argument("--profile", action="store_true", help="cProfile presa (outbound on)")
     ap.add_argument("--top", type=int, default=15, help="rows of the profile (by self time)")
+    ap.add_argument("--opcodes", action="store_true", help="only count opcodes per request")
     args = ap.parse_args()
     body = request_body("test_simple_text").encode()
+    if args.opcodes:
+        print("Python opcodes per in-process request (sys.settrace, deterministic)")
+        for outbound in (True, False):
+            count, per = opcodes(build_server(validate_outbound=outbound).asgi_app(), body)
+            print(f"presa-out-{'on' if outbound else 'off':<5}{count:>9,.0f}")
+        print(f"raw{opcodes(raw_app.app, body)[0]:>15,.0f}")
+        print(f"\ntop {args.top} functions of presa-out-off, opcodes per request")
+        for where, total in per.most_common(args.top):
+            print(f"  {total / 500:>7,.0f}  {where}")
+        return 0
     apps = {
         "presa-out-on": build_server(validate_outbound=True).asgi_app(),
         "presa-out-off": build_server(validate_outbound=False).asgi_app(),

@@ -25,7 +25,7 @@ from presa_trio.ext.tasks import EXTENSION_ID, Limits, TasksExtension
 from presa_trio.ext.tasks._runner import TaskRunner
 from presa_trio.mrtr import elicit
 
-TARGET = 5 * 1024  # bytes per parked task
+TARGET = 8 * 1024  # bytes per parked task (issue 12)
 OPTIONAL = {"tasks": "optional"}
 CAPABILITIES: dict[str, Any] = {"elicitation": {}, "extensions": {EXTENSION_ID: {}}}
 META = {
@@ -55,7 +55,7 @@ class Sink:
 
     keepalive = notify
 
-    async def finish(self, data: bytes, status: int) -> None:
+    async def finish(self, data: bytes, status: int, headers: Any = ()) -> None:
         self.message = json.loads(data)
 
 
@@ -178,6 +178,41 @@ async def throughput(server: Server, runtime: Runtime, ops: int, runs: int) -> N
         print(f"   {label:<46} {rate:>9,.0f} ops/s  {rate / base:5.2f}x  {1e6 / rate:6.1f} us/op")
 
 
+async def opcodes(server: Server, runtime: Runtime, ops: int) -> None:
+    """Python opcodes per op (``sys.settrace`` with ``f_trace_opcodes``): deterministic where
+    times are noisy; C work (JSON, jsonschema-rs) counts as one call. A task's run counts."""
+    done = await rpc(server, runtime, CALL_TASK)
+    await trio.testing.wait_all_tasks_blocked()
+    get_one = body("tasks/get", {"taskId": done["taskId"]})
+    count = 0
+
+    def trace(frame: Any, event: str, arg: Any) -> Any:
+        frame.f_trace_opcodes = True
+        return local
+
+    def local(frame: Any, event: str, arg: Any) -> Any:
+        nonlocal count
+        count += event == "opcode"
+        return local
+
+    print(f"\nPython opcodes per op, {ops:,} ops each (ratio to plain tools/call)")
+    base = 0.0
+    for label, data in [
+        ("plain sync tools/call", CALL_PING),
+        ("task creation (tools/call -> task, tool runs)", CALL_TASK),
+        ("tasks/get (one completed task)", get_one),
+    ]:
+        count = 0
+        sys.settrace(trace)
+        for _ in range(ops):
+            await rpc(server, runtime, data)
+        await trio.testing.wait_all_tasks_blocked()  # task runs are counted too
+        sys.settrace(None)
+        per = count / ops
+        base = base or per
+        print(f"   {label:<46} {per:>9,.0f} opcodes  {base / per:5.2f}x")
+
+
 async def trio_floor(count: int) -> float:
     """Bytes/task of the runner's trio shape alone (TaskRunner._run and _attempt): start, the
     task's cancel scope, its TTL deadline scope, its nursery, a channel, 13 frames."""
@@ -206,6 +241,12 @@ async def trio_floor(count: int) -> float:
 
 
 async def main(args: argparse.Namespace) -> None:
+    if args.opcodes:
+        server = build()
+        async with server.open_runtime() as runtime:
+            await warm_up(server, runtime)
+            await opcodes(server, runtime, 500)
+        return
     parked, gets = (1_000, 1_000) if args.quick else (10_000, 5_000)
     ops, runs = (2_000, 3) if args.quick else (20_000, 3)
     print(f"tasks_bench: python {sys.version.split()[0]}, trio {trio.__version__}; level: bytes")
@@ -293,4 +334,5 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller counts (a smoke run)")
     parser.add_argument("--profile", action="store_true", help="always print tracemalloc top 15")
+    parser.add_argument("--opcodes", action="store_true", help="only count opcodes per op")
     trio.run(main, parser.parse_args())

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import final
 
@@ -193,8 +193,7 @@ class AsgiApp:
             await _plain(send, 404, b"Not Found")
             return
         responder = HttpResponder(send, write_timeout=self.write_timeout)
-        hosts = _values(scope, b"host")
-        origins = _values(scope, b"origin")
+        hosts, origins, credentials, mcp_headers = _scan_headers(scope["headers"])
         reason = refuse_any(self.host_policy, hosts, origins)
         if reason is not None:
             await self.dispatcher.refuse(Forbidden(f"Forbidden: {reason}"), None, responder)
@@ -218,63 +217,81 @@ class AsgiApp:
         authorization = Authorization()
         if self.auth is not None:
             try:
-                token = await self.auth.authenticate(_values(scope, b"authorization"))
+                token = await self.auth.authenticate(credentials)
             except McpError as refusal:
                 await self.dispatcher.refuse(refusal, None, responder)
                 return
             authorization = Authorization(token, self.auth)
-        body = await self._read_body(receive, responder)
-        if body is None:
-            return
+        body = None
+        # One cancel scope per request: its deadline bounds the body's arrival, and once the
+        # body is in, the client's disconnect (or a write it stops reading) cancels it.
+        with trio.CancelScope(deadline=trio.current_time() + self.body_timeout) as request:
+            body = await self._read_body(receive, responder)
+            if body is not None:
+                request.deadline = math.inf
+                responder = HttpResponder(send, request, self.write_timeout, allowed)
+                await self._serve(
+                    body, scope, mcp_headers, receive, request, responder, authorization
+                )
+        if body is None and request.cancelled_caught:
+            error = RequestTimeout(f"Request body not received within {self.body_timeout:g} s")
+            await self.dispatcher.refuse(error, None, responder)
+
+    async def _serve(
+        self,
+        body: bytes,
+        scope: Scope,
+        mcp_headers: list[tuple[bytes, bytes]],
+        receive: Receive,
+        request: trio.CancelScope,
+        responder: HttpResponder,
+        authorization: Authorization,
+    ) -> None:
+        """Parse the body and dispatch it, cancelled if the client goes away meanwhile."""
         try:
             message = parse_message(body)
         except EnvelopeError as exc:
             await self.dispatcher.refuse(exc.error, exc.request_id, responder)
             return
         if isinstance(message, Notification):
-            await _plain(send, 202, b"")  # accepted; stdio is where notifications matter
+            await _plain(responder.send, 202, b"")  # accepted; stdio is where they matter
             return
-        headers = RoutingHeaders(scope["headers"])
+        headers = RoutingHeaders(mcp_headers)
         runtime, watchers = self._runtime, self._watchers
         traced = self.dispatcher.settings.tracing is not None
         connection = http_attributes(scope) if traced else None
-        with trio.CancelScope() as request_scope:
-            responder = HttpResponder(send, request_scope, self.write_timeout, allowed)
-            if watchers is None:  # not running: answered 503 at once, nothing to watch
-                await self.dispatcher.serve(
-                    message, headers, responder, runtime, authorization, connection=connection
-                )
-                return
-            watch = trio.CancelScope()
-            watchers.start_soon(_cancel_on_disconnect, receive, request_scope, watch)
-            try:
-                await self.dispatcher.serve(
-                    message, headers, responder, runtime, authorization, connection=connection
-                )
-            finally:
-                watch.cancel()
+        if watchers is None:  # not running: answered 503 at once, nothing to watch
+            await self.dispatcher.serve(
+                message, headers, responder, runtime, authorization, connection=connection
+            )
+            return
+        watch = trio.CancelScope()
+        watchers.start_soon(_cancel_on_disconnect, receive, request, watch)
+        try:
+            await self.dispatcher.serve(
+                message, headers, responder, runtime, authorization, connection=connection
+            )
+        finally:
+            watch.cancel()
 
     async def _read_body(self, receive: Receive, responder: HttpResponder) -> bytes | None:
-        """The whole body, or None after answering why not (too large, too slow, gone)."""
+        """The whole body, or None after answering why not (too large, gone); the caller's
+        scope bounds the time it may take."""
         chunks: list[bytes] = []
         size = 0
-        with trio.move_on_after(self.body_timeout):
-            while True:
-                message = await receive()
-                if message["type"] == "http.disconnect":
-                    return None
-                chunk = message.get("body", b"")
-                size += len(chunk)
-                if size > self.max_body:
-                    too_large = RequestTooLarge(f"Request body exceeds {self.max_body} bytes")
-                    await self.dispatcher.refuse(too_large, None, responder)
-                    return None
-                chunks.append(chunk)
-                if not message.get("more_body", False):
-                    return b"".join(chunks)
-        error = RequestTimeout(f"Request body not received within {self.body_timeout:g} s")
-        await self.dispatcher.refuse(error, None, responder)
-        return None
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return None
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_body:
+                too_large = RequestTooLarge(f"Request body exceeds {self.max_body} bytes")
+                await self.dispatcher.refuse(too_large, None, responder)
+                return None
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return b"".join(chunks)
 
 
 async def _metadata(
@@ -310,9 +327,25 @@ async def _cancel_on_disconnect(
             request.cancel()
 
 
-def _values(scope: Scope, name: bytes) -> list[str]:
-    """Every value of the request header ``name`` (lower case), in order."""
-    return [v.decode("latin-1") for k, v in scope["headers"] if k == name]
+def _scan_headers(
+    raw: Iterable[tuple[bytes, bytes]],
+) -> tuple[list[str], list[str], list[str], list[tuple[bytes, bytes]]]:
+    """One pass over the request headers (ASGI names are lower case): every Host, Origin
+    and Authorization value in order, and the ``Mcp-*`` headers for ``RoutingHeaders``."""
+    hosts: list[str] = []
+    origins: list[str] = []
+    credentials: list[str] = []
+    mcp: list[tuple[bytes, bytes]] = []
+    for name, value in raw:
+        if name == b"host":
+            hosts.append(value.decode("latin-1"))
+        elif name == b"origin":
+            origins.append(value.decode("latin-1"))
+        elif name == b"authorization":
+            credentials.append(value.decode("latin-1"))
+        elif name[:4].lower() == b"mcp-":
+            mcp.append((name, value))
+    return hosts, origins, credentials, mcp
 
 
 def _own_path(scope: Scope) -> str:
@@ -337,7 +370,7 @@ class HttpResponder:
     as the disconnect watcher's, would leave the connection open for good.
     """
 
-    __slots__ = ("_extra", "_gone", "_scope", "_send", "_streaming", "_write_timeout")
+    __slots__ = ("_extra", "_gone", "_scope", "_streaming", "_write_timeout", "send")
 
     def __init__(
         self,
@@ -346,7 +379,7 @@ class HttpResponder:
         write_timeout: float = math.inf,
         extra: list[tuple[bytes, bytes]] | None = None,
     ) -> None:
-        self._send = send
+        self.send = send
         self._extra = extra or []
         self._scope = scope
         self._write_timeout = write_timeout
@@ -361,9 +394,9 @@ class HttpResponder:
             await trio.lowlevel.checkpoint()
             return
         with trio.move_on_after(self._write_timeout, shield=final) as late:
-            await self._send(message)
+            await self.send(message)
             if then is not None:
-                await self._send(then)
+                await self.send(then)
         if late.cancelled_caught:
             logger.info(
                 "a client stopped reading for %s s; its request is dropped", self._write_timeout

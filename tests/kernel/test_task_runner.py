@@ -9,6 +9,7 @@ import pytest
 import trio
 import trio.testing
 
+from presa_trio.errors import ServiceUnavailable
 from presa_trio.ext.tasks import Limits, MemoryTaskStore, Status, TaskRecord
 from presa_trio.ext.tasks._runner import TaskHandle, TaskRunner
 
@@ -344,3 +345,38 @@ async def test_a_store_that_recovers_while_retrying_records_the_outcome(
         assert done is not None and done.status is Status.COMPLETED
         assert store.compare_and_sets_refused >= 1
         nursery.cancel_scope.cancel()
+
+
+async def test_a_runner_that_stops_while_a_record_is_stored_fails_that_task(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    """The creating request stored the record; the runner closed meanwhile: the creation is
+    refused (503) and the record does not stay "working" with no work behind it."""
+    store = MemoryTaskStore()
+    runner = TaskRunner(store, lambda: int(trio.current_time() * 1000))
+    release = trio.Event()
+    original = store.create
+
+    async def slow_create(task: TaskRecord, limits: Limits) -> None:
+        await release.wait()
+        await original(task, limits)
+
+    store.create = slow_create  # type: ignore[method-assign]
+    refused: list[BaseException] = []
+
+    async def create() -> None:
+        try:
+            await launch(runner, "late", _sleeper)
+        except ServiceUnavailable as exc:
+            refused.append(exc)
+
+    async with trio.open_nursery() as outer:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(runner.serve)
+            outer.start_soon(create)
+            await trio.testing.wait_all_tasks_blocked()
+            nursery.cancel_scope.cancel()  # the runner stops, with no task in it
+        release.set()
+    assert len(refused) == 1 and runner.live_count == 0
+    late = await store.get("late")
+    assert late is not None and late.status is Status.FAILED

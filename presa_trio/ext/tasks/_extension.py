@@ -226,8 +226,10 @@ class TasksExtension(Extension):
         run: _Run = ctx.service(self)
         if run.context.draining.is_set():
             raise ServiceUnavailable("Server is shutting down; no new tasks are accepted")
-        record = self._new_record(ctx, tool)
-        work = self._work(ctx, tool, arguments, call_next)
+        record = self._new_record(ctx, tool, run.runner.worker_id)
+        detached = ctx.detached(run.runner.provider(record.task_id))
+        detached.extras["task_id"] = record.task_id
+        work = self._work(detached, tool, arguments, call_next)
         # Only answers to a round the server issued (a verified requestState) seed the task:
         # the MRTR phase and the task phase keep separate state (SEP-2663 §6).
         answered = ctx.input_responses if ctx.state is not None else {}
@@ -249,7 +251,7 @@ class TasksExtension(Extension):
         result: Policy = policy
         return result
 
-    def _new_record(self, ctx: Context, tool: Tool) -> TaskRecord:
+    def _new_record(self, ctx: Context, tool: Tool, owner: str) -> TaskRecord:
         now = self.now_ms()
         return TaskRecord(
             task_id=secrets.token_urlsafe(24),
@@ -261,24 +263,22 @@ class TasksExtension(Extension):
             ttl_ms=self.ttl_ms,
             poll_interval_ms=self.poll_interval_ms,
             status_message="Task accepted",
+            owner=owner,
         )
 
     def _work(
-        self, ctx: Context, tool: Tool, arguments: Mapping[str, Any], call_next: CallNext
+        self, detached: Context, tool: Tool, arguments: Mapping[str, Any], call_next: CallNext
     ) -> Callable[[TaskHandle], Any]:
         """The detached call: same client facts, no way back to the creating request (T§5.3).
 
-        Only the detached context is kept, never ``ctx`` itself: a parked task must not keep
-        the creating request's responder, headers or stream alive.
+        Only the detached context is kept (``Context.detached``), never the creating
+        request's: a parked task must not keep that request's responder, headers or stream
+        alive.
         """
         arguments = dict(arguments)
-        ctx_for = ctx.detached
-
         limit = self.max_result_bytes
 
         async def work(handle: TaskHandle) -> Mapping[str, Any]:
-            detached = ctx_for(handle.provide)
-            detached.extras["task_id"] = handle.task_id
             result = await call_next(detached, tool, arguments)
             if result.get("resultType", "complete") != "complete":
                 raise InternalError("Task work ended without a complete result")

@@ -1,11 +1,11 @@
 """The task runner: each task a nursery with its own cancel scope, parked inputs on channels
 (SEP-2663 §5).
 
-One runner nursery, owned by the run's tasks service, holds every task, each started with
-``nursery.start``. A task's cancel scope exists before its record is stored, so a
-``tasks/cancel`` that arrives at once finds it;
-``tasks/cancel`` commits ``cancelled`` first and only then cancels that scope (so a late
-result cannot resurrect it). A tool that needs input parks on one memory channel per key;
+One runner nursery, owned by the run's tasks service, holds every task. A task's cancel
+scope exists before its record is stored, so a ``tasks/cancel`` that arrives at once finds it
+(and the task, once it runs, stops at its first checkpoint); the scope's deadline is the
+task's TTL. ``tasks/cancel`` commits ``cancelled`` first and only then cancels that scope (so
+a late result cannot resurrect it). A tool that needs input parks on one memory channel per key;
 ``tasks/update`` delivers into them. Every task runs behind an error boundary: nothing a tool
 does, and no store failure, reaches the runner nursery or another task.
 """
@@ -13,10 +13,10 @@ does, and no store failure, reaches the runner nursery or another task.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import math
 from collections.abc import Awaitable, Callable, Mapping
-from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from typing import Any, final
 
@@ -43,6 +43,7 @@ logger = logging.getLogger("presa_trio.tasks")
 
 Work = Callable[["TaskHandle"], Awaitable[Mapping[str, Any]]]
 Publish = Callable[[TaskRecord], None]
+Provider = Callable[[Any, Mapping[str, Mapping[str, Any]]], Awaitable[dict[str, Any]]]
 
 CANCEL_WAIT_SECONDS = 5.0  # how long tasks/cancel waits for the tool's cleanup before acking
 REMOTE_SECONDS = CANCEL_WAIT_SECONDS + 2.0  # bound on asking the worker that runs a task
@@ -55,11 +56,18 @@ RESETTLE_SECONDS = 5.0  # how often outcomes the store refused are offered to it
 
 @dataclass(eq=False, slots=True)
 class _Live:
-    """The trio side of one task; never stored. Its scope exists before its record does."""
+    """The trio side of one task; never stored. Its scope exists before its record does.
 
-    scope: trio.CancelScope = field(default_factory=trio.CancelScope)
-    done: trio.Event = field(default_factory=trio.Event)
+    The scope's deadline is the task's TTL, so ``cancelled`` tells a client's
+    ``tasks/cancel`` from an expiry. ``done`` is made by the first ``tasks/cancel`` that
+    waits for the task's end: most tasks never need one.
+    """
+
+    answered: dict[str, Any]  # answers the creating request already carried (T§6.2)
+    scope: trio.CancelScope
     parked: dict[str, trio.MemorySendChannel[Any]] = field(default_factory=dict)
+    cancelled: bool = False
+    done: trio.Event | None = None
 
 
 @final
@@ -70,48 +78,16 @@ class TaskHandle:
     cancelled with it, and an error in one fails it.
     """
 
-    __slots__ = ("_live", "_runner", "answered", "nursery", "task_id")
+    __slots__ = ("_runner", "nursery", "task_id")
 
-    def __init__(
-        self,
-        runner: TaskRunner,
-        task_id: str,
-        live: _Live,
-        answered: Mapping[str, Any],
-        nursery: trio.Nursery,
-    ) -> None:
+    def __init__(self, runner: TaskRunner, task_id: str, nursery: trio.Nursery) -> None:
         self._runner = runner
-        self._live = live
         self.task_id = task_id
         self.nursery = nursery
-        # Answers the creating request already carried (MRTR before creation, T§6.2).
-        self.answered = dict(answered)
 
     async def provide(self, ctx: Any, requests: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
-        """``Context.input`` inside a task: park until every request has an answer.
-
-        The task shows the pending requests as ``inputRequests`` until ``tasks/update``
-        delivers into their channels.
-        """
-        found = {k: self.answered[k] for k in requests if k in self.answered}
-        missing = {k: v for k, v in requests.items() if k not in found}
-        if not missing:
-            await trio.lowlevel.checkpoint()
-            return found
-        receivers: dict[str, trio.MemoryReceiveChannel[Any]] = {}
-        for key in missing:
-            send, receive = trio.open_memory_channel[Any](1)
-            self._live.parked[key] = send
-            receivers[key] = receive
-        try:
-            await self._runner.commit(self.task_id, InputRequested(missing))
-            for key, receive in receivers.items():
-                found[key] = await receive.receive()
-        finally:
-            for key, receive in receivers.items():
-                receive.close()
-                self._live.parked.pop(key, None)
-        return found
+        """``Context.input`` inside this task (see ``TaskRunner.provider``)."""
+        return await self._runner.provide(self.task_id, ctx, requests)
 
 
 @final
@@ -133,6 +109,7 @@ class TaskRunner:
         # With a shared backend, tasks run by other workers are reached through it.
         self.backend = backend
         self.worker_id = backend.worker_id if backend is not None else ""
+        self._shared = backend is not None and backend.shared
         self._nursery: trio.Nursery | None = None
         self._live: dict[str, _Live] = {}
         # Outcomes of finished tasks that the store refused to record: offered again until
@@ -192,60 +169,64 @@ class TaskRunner:
     ) -> None:
         """Store ``record`` and start ``work`` for it, or raise and store nothing.
 
-        The task starts with ``nursery.start``: its cancel scope is registered before the
-        record is stored, and when this returns the task is running in the runner nursery.
-        Storing and starting happen under a shield, together: a creating request cancelled
-        half-way (its client went away) can neither leave a record with no work behind it nor
-        work with no record. A refusal (capacity, a store error) raises here.
+        The task's cancel scope is registered before the record is stored; once the store
+        has it, the task is spawned into the runner nursery with no checkpoint in between.
+        Storing and spawning happen under a shield, together: a creating request cancelled
+        half-way (its client went away) can neither leave a record with no work behind it
+        nor work with no record. A refusal (capacity, a store error) raises here.
+
+        The task is spawned, not started with ``nursery.start``: the record is the proof
+        that it exists, and a ``tasks/cancel`` before it first runs stops it at its first
+        checkpoint. ``start`` would add a nursery and a scheduler round trip to every task.
         """
-        record = replace(record, owner=self.worker_id)
-        with trio.CancelScope(shield=True):
-            await self.nursery.start(self._run, record, work, dict(answered or {}), limits)
-
-    async def _run(
-        self,
-        record: TaskRecord,
-        work: Work,
-        answered: dict[str, Any],
-        limits: Limits,
-        *,
-        task_status: trio.TaskStatus[None],
-    ) -> None:
-        live = _Live()
+        if record.owner != self.worker_id:
+            record = replace(record, owner=self.worker_id)
+        nursery = self.nursery
+        live = _Live(dict(answered or {}), trio.CancelScope(deadline=self._deadline(record)))
         self._live[record.task_id] = live
-        try:
-            await self.store.create(record, limits)
-        except BaseException:
-            del self._live[record.task_id]
-            raise
-        # While it runs here, cancels and answers from other workers reach it promptly.
-        attention = self.backend.attention() if self.backend is not None else nullcontext()
-        with attention:
-            await self._live_task(record, work, answered, live, task_status)
+        task = (record, work, live)
+        with trio.CancelScope(shield=True):
+            try:
+                await self.store.create(record, limits)
+            except BaseException:
+                del self._live[record.task_id]
+                raise
+            try:
+                nursery.start_soon(self._run_attended if self._shared else self._run, *task)
+            except RuntimeError:  # the runner closed while the record was stored: the run ends
+                del self._live[record.task_id]
+                with trio.move_on_after(COMMIT_SECONDS):
+                    await self._settle(record.task_id, Stopped())
+                raise ServiceUnavailable(
+                    "Server is shutting down; no new tasks are accepted"
+                ) from None
 
-    async def _live_task(
-        self,
-        record: TaskRecord,
-        work: Work,
-        answered: dict[str, Any],
-        live: _Live,
-        task_status: trio.TaskStatus[None],
-    ) -> None:
+    async def _run_attended(self, record: TaskRecord, work: Work, live: _Live) -> None:
+        """A task on a shared backend: while it runs here, cancels and answers from other
+        workers reach it promptly."""
+        assert self.backend is not None
+        with self.backend.attention():
+            await self._run(record, work, live)
+
+    async def _run(self, record: TaskRecord, work: Work, live: _Live) -> None:
         span = self._span(record)
-        task_status.started()
         outcome: TaskEvent = Stopped()  # what stands if the runner itself is cancelled
         try:
-            with live.scope:  # tasks/cancel cancels this, after committing "cancelled"
+            # tasks/cancel cancels this scope, after committing "cancelled"; its deadline
+            # is the TTL, so nothing else ends it
+            with live.scope:
                 # cancelled before the work began: this checkpoint raises, and the work
                 # never starts (the scope catches its own cancellation)
                 await trio.lowlevel.checkpoint_if_cancelled()
-                with trio.move_on_at(self._deadline(record)) as ttl:
-                    with span.current() if span is not None else nullcontext():
-                        outcome = await self._attempt(record, work, answered, live)
-                if ttl.cancelled_caught:
-                    outcome = Expired()
-            if live.scope.cancel_called:  # a client's cancel is honoured, whatever came after
+                if span is None:
+                    outcome = await self._attempt(record, work)
+                else:
+                    with span.current():
+                        outcome = await self._attempt(record, work)
+            if live.cancelled:  # a client's cancel is honoured, whatever came after
                 outcome = CancelRequested()
+            elif live.scope.cancelled_caught:
+                outcome = Expired()
         finally:
             for send in live.parked.values():  # release any channel still parked
                 send.close()
@@ -253,7 +234,8 @@ class TaskRunner:
             with trio.move_on_after(COMMIT_SECONDS, shield=True):
                 await self._settle(record.task_id, outcome)
             del self._live[record.task_id]
-            live.done.set()
+            if live.done is not None:
+                live.done.set()
             if span is not None:
                 self._end_span(span, record, outcome)
 
@@ -308,9 +290,7 @@ class TaskRunner:
         left_ms = record.created_ms + record.ttl_ms - self.now_ms()
         return trio.current_time() + left_ms / 1000
 
-    async def _attempt(
-        self, record: TaskRecord, work: Work, answered: dict[str, Any], live: _Live
-    ) -> TaskEvent:
+    async def _attempt(self, record: TaskRecord, work: Work) -> TaskEvent:
         """Run the work in the task's own nursery; its outcome, whatever it raised.
 
         A protocol error fails the task with that error inlined; any other error (also from
@@ -319,13 +299,47 @@ class TaskRunner:
         """
         try:
             async with trio.open_nursery() as nursery:
-                handle = TaskHandle(self, record.task_id, live, answered, nursery)
+                handle = TaskHandle(self, record.task_id, nursery)
                 result = await work(handle)
             return Completed(dict(result))
         except BaseException as exc:
             error = protocol_error(exc, f"task {record.task_id}", log=logger)
             await trio.lowlevel.checkpoint()
             return Failed(error.to_error())
+
+    def provider(self, task_id: str) -> Provider:
+        """What answers ``Context.input`` inside task ``task_id`` (see ``provide``); a
+        detached context built with it keeps nothing of the creating request alive."""
+        return functools.partial(self.provide, task_id)
+
+    async def provide(
+        self, task_id: str, ctx: Any, requests: Mapping[str, Mapping[str, Any]]
+    ) -> dict[str, Any]:
+        """``Context.input`` inside a task: park until every request has an answer.
+
+        The task shows the pending requests as ``inputRequests`` until ``tasks/update``
+        delivers into their channels.
+        """
+        live = self._live[task_id]  # only the task's own work asks, while it runs
+        found = {k: live.answered[k] for k in requests if k in live.answered}
+        missing = {k: v for k, v in requests.items() if k not in found}
+        if not missing:
+            await trio.lowlevel.checkpoint()
+            return found
+        receivers: dict[str, trio.MemoryReceiveChannel[Any]] = {}
+        for key in missing:
+            send, receive = trio.open_memory_channel[Any](1)
+            live.parked[key] = send
+            receivers[key] = receive
+        try:
+            await self.commit(task_id, InputRequested(missing))
+            for key, receive in receivers.items():
+                found[key] = await receive.receive()
+        finally:
+            for key, receive in receivers.items():
+                receive.close()
+                live.parked.pop(key, None)
+        return found
 
     async def commit(self, task_id: str, event: TaskEvent) -> TaskRecord | None:
         """Apply ``event`` with compare-and-set, retrying on conflict; None if the task is gone."""
@@ -423,7 +437,10 @@ class TaskRunner:
         """
         live = self._live.get(task_id)
         if live is not None:
+            live.cancelled = True
             live.scope.cancel()
+            if live.done is None:
+                live.done = trio.Event()
             with trio.move_on_after(CANCEL_WAIT_SECONDS):
                 await live.done.wait()
         elif self._elsewhere(owner):
