@@ -153,7 +153,7 @@ async def stages(app: Any, body: bytes, n: int) -> dict[str, float]:
 
     async with app.lifespan() as runtime:
         headers = RoutingHeaders(raw_headers)
-        result = by_hand(dispatcher._run(request, headers, Quiet(), runtime))
+        result = by_hand(dispatcher._run(request, headers, Quiet(), runtime, None))
         ctx_args = (
             request.id,
             request.method,
@@ -170,7 +170,7 @@ async def stages(app: Any, body: bytes, n: int) -> dict[str, float]:
         inbound = best_us(lambda: dispatcher.schemas.violations("CallToolRequest", message), n)
         outbound = best_us(lambda: dispatcher._check_result(route, result), n)
         admit = best_us(lambda: dispatcher.admit(request, RoutingHeaders(raw_headers)), n)
-        run = best_us(lambda: by_hand(dispatcher._run(request, headers, Quiet(), runtime)), n)
+        run = best_us(lambda: by_hand(dispatcher._run(request, headers, Quiet(), runtime, None)), n)
         handler_us = best_us(handler, n)
         return {
             "parse": best_us(lambda: parse_message(body), n),
