@@ -9,12 +9,14 @@ listener off for falling behind, so a client can tell lost events from a clean e
 from __future__ import annotations
 
 import logging
+import math
+import time
 from collections.abc import Mapping
 from typing import Any
 
 import trio
 
-from ._bus import CORE_FLAGS, RESOURCE_SUBSCRIPTIONS
+from ._bus import CORE_FLAGS, RESOURCE_SUBSCRIPTIONS, Listener
 from ._context import Context
 from ._served import Served
 from ._wire import dialect
@@ -54,23 +56,41 @@ async def listen(served: Served, ctx: Context, params: dict[str, Any]) -> dict[s
     # While a stream is open, the other workers' events reach this one promptly.
     with ctx.runtime.backend.attention():
         async with ctx.runtime.bus.listen(ctx.request_id, agreed) as listener:
-            ack = {"_meta": tag, "notifications": agreed}
-            await ctx.notify(notification_message("notifications/subscriptions/acknowledged", ack))
-            try:
-                while True:
-                    with trio.move_on_after(KEEPALIVE_SECONDS) as quiet:
-                        event = await listener.receive()
-                    if quiet.cancelled_caught:
-                        if ctx.keepalive is not None:
-                            await ctx.keepalive()
-                        continue
-                    params = {**event.params, "_meta": tag}
-                    await ctx.notify(notification_message(event.method, params))
-            except trio.EndOfChannel:  # the bus ended this stream: drained, or cut off
-                pass
+            with trio.move_on_at(_token_deadline(ctx)):
+                await _relay(ctx, listener, tag, agreed)
             if listener.overflowed:
                 logger.warning("listen stream %r fell behind and was cut off", ctx.request_id)
                 raise InternalError(
                     "Listen stream fell behind; notifications were lost", {"retryable": True}
                 )
     return {"_meta": dict(tag)}
+
+
+async def _relay(
+    ctx: Context, listener: Listener, tag: dict[str, Any], agreed: dict[str, Any]
+) -> None:
+    """Acknowledge the stream, then pass the listener's events on, with a keepalive after
+    each quiet spell, until the bus ends the stream (drained, or cut off)."""
+    ack = {"_meta": tag, "notifications": agreed}
+    await ctx.notify(notification_message("notifications/subscriptions/acknowledged", ack))
+    try:
+        while True:
+            with trio.move_on_after(KEEPALIVE_SECONDS) as quiet:
+                event = await listener.receive()
+            if quiet.cancelled_caught:
+                if ctx.keepalive is not None:
+                    await ctx.keepalive()
+                continue
+            params = {**event.params, "_meta": tag}
+            await ctx.notify(notification_message(event.method, params))
+    except trio.EndOfChannel:
+        pass
+
+
+def _token_deadline(ctx: Context) -> float:
+    """When the stream's access token expires, on trio's clock (never, without one): a
+    stream must not outlive the authorization it was opened with."""
+    token = ctx.access_token
+    if token is None or token.expires_at is None:
+        return math.inf
+    return trio.current_time() + max(0.0, token.expires_at - time.time())

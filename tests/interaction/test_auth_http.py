@@ -8,6 +8,7 @@ Raw ASGI exchanges, no sockets; the verifier is a table of tokens.
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import pytest
@@ -307,3 +308,26 @@ async def test_cors_exposes_the_challenge_and_serves_the_document_to_browsers() 
     assert answered.status == 204
     assert answered.headers["access-control-allow-methods"] == "GET"
     assert answered.headers["access-control-allow-origin"] == APP_ORIGIN
+
+
+async def test_a_listen_stream_ends_when_its_token_expires() -> None:
+    """A stream must not outlive the authorization it was opened with: at the token's
+    expiry it ends with its graceful result, and the client listens on with a new token."""
+    brief = AccessToken(subject="alice", client_id="cli", expires_at=time.time() + 0.3)
+    lasting = AccessToken(subject="alice", client_id="cli", expires_at=time.time() + 3600)
+    app = build(bearer(Table({"brief": brief, "lasting": lasting})))
+    async with app.lifespan():
+        for token, ends in (("brief", True), ("lasting", False)):
+            client = Client(app, token=token)
+            async with client.listen({"toolsListChanged": True}) as stream:
+                ack = await stream.next()
+                assert ack["method"] == "notifications/subscriptions/acknowledged"
+                with trio.move_on_after(2) as waited:
+                    final = await stream.next()
+                assert waited.cancelled_caught is not ends
+                if ends:
+                    assert final["result"]["resultType"] == "complete"
+                    assert (
+                        final["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"]
+                        == (final["id"])
+                    )
