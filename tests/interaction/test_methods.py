@@ -9,6 +9,7 @@ from typing import Any, Literal, TypedDict
 import pytest
 import trio
 
+from fixtures.conformance import WAV
 from presa_trio import Context, InvalidParams, Server, ToolError, ToolResult
 from presa_trio.testing import Client, RpcError, drive, open_client
 
@@ -65,7 +66,7 @@ async def test_json_schema_2020_12_survives_verbatim(client: Client) -> None:
             [
                 {
                     "type": "audio",
-                    "data": pytest.importorskip("fixtures.conformance").WAV,
+                    "data": WAV,
                     "mimeType": "audio/wav",
                 }
             ],

@@ -340,7 +340,7 @@ def test_typeddict_total_false_and_qualifiers() -> None:
 
 
 def test_typing_extensions_typeddict_and_read_only() -> None:
-    te = pytest.importorskip("typing_extensions")
+    import typing_extensions as te
 
     class Item(te.TypedDict, total=False):
         id: te.Required[te.ReadOnly[int]]
