@@ -260,13 +260,9 @@ class AsgiApp:
         runtime, watchers = self._runtime, self._watchers
         traced = self.dispatcher.settings.tracing is not None
         connection = http_attributes(scope) if traced else None
-        if watchers is None:  # not running: answered 503 at once, nothing to watch
-            await self.dispatcher.serve(
-                message, headers, responder, runtime, authorization, connection=connection
-            )
-            return
         watch = trio.CancelScope()
-        watchers.start_soon(_cancel_on_disconnect, receive, request, watch)
+        if watchers is not None:  # else not running: answered 503 at once, nothing to watch
+            watchers.start_soon(_cancel_on_disconnect, receive, request, watch)
         try:
             await self.dispatcher.serve(
                 message, headers, responder, runtime, authorization, connection=connection
@@ -304,10 +300,7 @@ async def _metadata(
     elif scope["method"] != "GET":
         await _plain(send, 405, b"Method Not Allowed", [(b"allow", b"GET")])
     else:
-        body = auth.metadata_body
-        headers = [*_JSON, (b"content-length", str(len(body)).encode()), *allowed]
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
-        await send({"type": "http.response.body", "body": body})
+        await HttpResponder(send, extra=allowed).finish(auth.metadata_body, 200)
 
 
 async def _cancel_on_disconnect(
