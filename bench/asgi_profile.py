@@ -50,7 +50,10 @@ def scope_for(body: bytes) -> dict[str, Any]:
 
 
 class Exchange:
-    """One request as hypercorn presents it: the body, then http.disconnect once answered."""
+    """One request as hypercorn presents it: the body, then http.disconnect once answered.
+
+    Like hypercorn's, ``receive`` and ``send`` are checkpoints (a memory channel, a socket
+    write) even when they need not wait."""
 
     def __init__(self, body: bytes) -> None:
         self.body: bytes | None = body
@@ -60,11 +63,13 @@ class Exchange:
     async def receive(self) -> dict[str, Any]:
         if self.body is not None:
             body, self.body = self.body, None
+            await trio.lowlevel.checkpoint()
             return {"type": "http.request", "body": body, "more_body": False}
         await self.answered.wait()
         return {"type": "http.disconnect"}
 
     async def send(self, message: dict[str, Any]) -> None:
+        await trio.lowlevel.checkpoint()
         self.sent.append(message)
         if message["type"] == "http.response.body" and not message.get("more_body"):
             self.answered.set()

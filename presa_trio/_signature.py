@@ -162,8 +162,8 @@ class Signature:
                 abandon_on_cancel=True,
                 limiter=ctx.runtime.thread_limiter,
             )
-        else:
-            await trio.lowlevel.checkpoint()
+        else:  # at once, unless the call is already cancelled
+            await trio.lowlevel.checkpoint_if_cancelled()
             result = self.fn(**kwargs)
         if inspect.isawaitable(result):  # a sync callable that hands back a coroutine
             result = await result

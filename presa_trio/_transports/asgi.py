@@ -28,6 +28,7 @@ from .._wire.jsonrpc import EnvelopeError, Notification, parse_message
 from ..auth._bearer import Authorization, BearerAuth
 from ..errors import Forbidden, McpError, RequestTimeout, RequestTooLarge
 from ._asgi_types import Asgi, Message, Receive, Scope, Send
+from ._first_wait import await_noticing_wait
 from ._shutdown import ShutdownBound
 from .mount import Mounted
 
@@ -260,15 +261,25 @@ class AsgiApp:
         runtime, watchers = self._runtime, self._watchers
         traced = self.dispatcher.settings.tracing is not None
         connection = http_attributes(scope) if traced else None
-        watch = trio.CancelScope()
-        if watchers is not None:  # else not running: answered 503 at once, nothing to watch
-            watchers.start_soon(_cancel_on_disconnect, receive, request, watch)
+        watch: trio.CancelScope | None = None
+
+        def watch_once_it_waits() -> None:
+            # Until the request first waits, nothing can cancel it: a request answered at
+            # once needs no watcher, nor does one whose first wait is its (shielded) final
+            # write. Without a run there is nothing to watch: it is answered 503 at once.
+            nonlocal watch
+            if watchers is not None and not responder.finishing:
+                watch = trio.CancelScope()
+                watchers.start_soon(_cancel_on_disconnect, receive, request, watch)
+
+        serving = self.dispatcher.serve(
+            message, headers, responder, runtime, authorization, connection=connection
+        )
         try:
-            await self.dispatcher.serve(
-                message, headers, responder, runtime, authorization, connection=connection
-            )
+            await await_noticing_wait(serving, watch_once_it_waits)
         finally:
-            watch.cancel()
+            if watch is not None:
+                watch.cancel()
 
     async def _read_body(self, receive: Receive, responder: HttpResponder) -> bytes | None:
         """The whole body, or None after answering why not (too large, gone); the caller's
@@ -363,7 +374,7 @@ class HttpResponder:
     as the disconnect watcher's, would leave the connection open for good.
     """
 
-    __slots__ = ("_extra", "_gone", "_scope", "_streaming", "_write_timeout", "send")
+    __slots__ = ("_extra", "_gone", "_scope", "_streaming", "_write_timeout", "finishing", "send")
 
     def __init__(
         self,
@@ -378,6 +389,7 @@ class HttpResponder:
         self._write_timeout = write_timeout
         self._streaming = False
         self._gone = False
+        self.finishing = False  # the final write has begun
 
     async def _write(
         self, message: Message, then: Message | None = None, *, final: bool = False
@@ -417,6 +429,7 @@ class HttpResponder:
     async def finish(
         self, data: bytes, status: int, headers: Sequence[tuple[str, str]] = ()
     ) -> None:
+        self.finishing = True
         if self._streaming:
             await self._write({"type": "http.response.body", "body": sse.event(data)}, final=True)
             return

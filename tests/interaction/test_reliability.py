@@ -856,8 +856,10 @@ class Peer:
         self.block_on_body = False
         self.disconnect_during_final = False
         self.final_send_returned = False
+        self.receives = 0
 
     async def receive(self) -> dict[str, Any]:
+        self.receives += 1
         if self.chunks:
             chunk = self.chunks.pop(0)
             await trio.lowlevel.checkpoint()
@@ -994,6 +996,30 @@ async def test_a_disconnect_during_the_final_write_does_not_interrupt_it() -> No
         assert [m["status"] for m in peer.starts()] == [200]
         (final,) = peer.bodies()
         assert json.loads(final["body"])["result"]["content"][0]["text"] == "quick"
+
+
+async def test_only_a_request_that_waits_is_watched_for_its_clients_disconnect() -> None:
+    # Until a request first waits nothing can cancel it, so one answered at once starts no
+    # disconnect watcher (the ASGI ``receive`` is called once, for the body); one that
+    # waits starts it then (a second ``receive``: the watcher's). Disconnect tests above and
+    # in test_cancellation show the watcher cancelling the requests that wait.
+    server = writer_server([])
+
+    @server.tool(thread=False)
+    def instant() -> str:
+        """Answers without ever waiting."""
+        return "instant"
+
+    app = server.asgi_app()
+    async with app.lifespan():
+        for name, receives in (("instant", 1), ("quick", 2)):
+            peer = Peer([call_json(name, {})])
+            with trio.fail_after(10):
+                await app(http_scope(name=name), peer.receive, peer.send)
+                await trio.testing.wait_all_tasks_blocked()
+            assert peer.receives == receives, name
+            (final,) = peer.bodies()
+            assert json.loads(final["body"])["result"]["content"][0]["text"] == name
 
 
 # =========================================================================== 15. loop watcher
