@@ -224,8 +224,9 @@ class AsgiApp:
                 return
             authorization = Authorization(token, self.auth)
         body = None
-        # One cancel scope per request: its deadline bounds the body's arrival, and once the
-        # body is in, the client's disconnect (or a write it stops reading) cancels it.
+        # One cancel scope per request: its deadline bounds the body's arrival; once the body
+        # is in, the client's disconnect (or a write it stops reading) cancels it; and its
+        # deadline bounds the final write (``HttpResponder``).
         with trio.CancelScope(deadline=trio.current_time() + self.body_timeout) as request:
             body = await self._read_body(receive, responder)
             if body is not None:
@@ -270,7 +271,7 @@ class AsgiApp:
             nonlocal watch
             if watchers is not None and not responder.finishing:
                 watch = trio.CancelScope()
-                watchers.start_soon(_cancel_on_disconnect, receive, request, watch)
+                watchers.start_soon(_cancel_on_disconnect, receive, request, watch, responder)
 
         serving = self.dispatcher.serve(
             message, headers, responder, runtime, authorization, connection=connection
@@ -315,9 +316,10 @@ async def _metadata(
 
 
 async def _cancel_on_disconnect(
-    receive: Receive, request: trio.CancelScope, watch: trio.CancelScope
+    receive: Receive, request: trio.CancelScope, watch: trio.CancelScope, responder: HttpResponder
 ) -> None:
-    """Cancel ``request`` when its client goes away; ``watch`` is cancelled once it is over.
+    """Cancel ``request`` when its client goes away, unless its final write has begun (that
+    write is the server's to finish); ``watch`` is cancelled once the request is over.
 
     Hypercorn (like uvicorn) says ``http.disconnect`` as soon as a response is complete, so
     the watcher usually wakes with it right after the final write and ends on its own; with
@@ -327,7 +329,7 @@ async def _cancel_on_disconnect(
         message = await receive()
         while message["type"] != "http.disconnect":
             message = await receive()
-        if not watch.cancel_called:  # the request is still running: it is the client's
+        if not watch.cancel_called and not responder.finishing:  # still the client's
             request.cancel()
 
 
@@ -369,9 +371,12 @@ class HttpResponder:
 
     Every write has a deadline: a client that stops reading is treated as gone (its request's
     scope is cancelled and nothing more is written), so it cannot pin the connection, the
-    response's memory or the handler. The final write is shielded from cancellation: the
+    response's memory or the handler. The final write is not the client's to interrupt: the
     server finishes (or closes) the HTTP exchange inside it, and a cancel landing there, such
-    as the disconnect watcher's, would leave the connection open for good.
+    as the disconnect watcher's, would leave the connection open for good. It runs under the
+    request's own scope (``scope``), whose deadline it moves to ``write_timeout`` from now and
+    whose disconnect watcher stands down once it begins; without a request scope (an answer
+    decided before the body is read), under a shielded scope of its own.
     """
 
     __slots__ = ("_extra", "_gone", "_scope", "_streaming", "_write_timeout", "finishing", "send")
@@ -398,17 +403,38 @@ class HttpResponder:
         if self._gone:
             await trio.lowlevel.checkpoint()
             return
+        if final and self._scope is not None:
+            await self._final_write(self._scope, message, then)
+            return
         with trio.move_on_after(self._write_timeout, shield=final) as late:
             await self.send(message)
             if then is not None:
                 await self.send(then)
         if late.cancelled_caught:
-            logger.info(
-                "a client stopped reading for %s s; its request is dropped", self._write_timeout
-            )
-            self._gone = True
+            self._drop()
             if self._scope is not None:
                 self._scope.cancel()
+
+    async def _final_write(
+        self, request: trio.CancelScope, message: Message, then: Message | None
+    ) -> None:
+        """The last write, bounded by the request's scope: every request takes this path,
+        and moving a deadline costs a fraction of entering and leaving a scope of its own."""
+        request.deadline = trio.current_time() + self._write_timeout
+        try:
+            await self.send(message)
+            if then is not None:
+                await self.send(then)
+        except trio.Cancelled:
+            if trio.current_time() >= request.deadline:  # it is the write's deadline
+                self._drop()
+            raise
+
+    def _drop(self) -> None:
+        logger.info(
+            "a client stopped reading for %s s; its request is dropped", self._write_timeout
+        )
+        self._gone = True
 
     async def _start_stream(self) -> None:
         self._streaming = True
