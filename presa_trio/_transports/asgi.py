@@ -224,13 +224,13 @@ class AsgiApp:
                 return
             authorization = Authorization(token, self.auth)
         body = None
-        # One cancel scope per request: its deadline bounds the body's arrival; once the body
-        # is in, the client's disconnect (or a write it stops reading) cancels it; and its
-        # deadline bounds the final write (``HttpResponder``).
+        # One cancel scope per request: its deadline bounds the body's arrival (it is lifted
+        # once the request waits for anything else, see ``_serve``); the client's disconnect
+        # (or a write it stops reading) cancels it; and its deadline bounds the final write
+        # (``HttpResponder``).
         with trio.CancelScope(deadline=trio.current_time() + self.body_timeout) as request:
             body = await self._read_body(receive, responder)
             if body is not None:
-                request.deadline = math.inf
                 responder = HttpResponder(send, request, self.write_timeout, allowed)
                 await self._serve(
                     body, scope, mcp_headers, receive, request, responder, authorization
@@ -264,12 +264,17 @@ class AsgiApp:
         connection = http_attributes(scope) if traced else None
         watch: trio.CancelScope | None = None
 
-        def watch_once_it_waits() -> None:
-            # Until the request first waits, nothing can cancel it: a request answered at
-            # once needs no watcher, nor does one whose first wait is its (shielded) final
-            # write. Without a run there is nothing to watch: it is answered 503 at once.
+        def once_it_waits() -> None:
+            # From its first wait on, the request runs for as long as it takes (the body's
+            # deadline is lifted), watched for its client's disconnect. Until then nothing
+            # can cancel it: a request answered at once needs neither, nor one whose first
+            # wait is its final write (which has a deadline of its own). Without a run
+            # there is nothing to watch: it is answered 503 at once.
             nonlocal watch
-            if watchers is not None and not responder.finishing:
+            if responder.finishing:
+                return
+            request.deadline = math.inf
+            if watchers is not None:
                 watch = trio.CancelScope()
                 watchers.start_soon(_cancel_on_disconnect, receive, request, watch, responder)
 
@@ -277,7 +282,7 @@ class AsgiApp:
             message, headers, responder, runtime, authorization, connection=connection
         )
         try:
-            await await_noticing_wait(serving, watch_once_it_waits)
+            await await_noticing_wait(serving, once_it_waits)
         finally:
             if watch is not None:
                 watch.cancel()

@@ -1022,6 +1022,38 @@ async def test_only_a_request_that_waits_is_watched_for_its_clients_disconnect()
             assert json.loads(final["body"])["result"]["content"][0]["text"] == name
 
 
+async def test_the_body_deadline_does_not_bound_a_request_that_takes_longer(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    # The request scope's deadline bounds the body's arrival; it is lifted when the request
+    # first waits, so a tool that outlasts ``body_timeout`` (a sleep, then a sync tool whose
+    # run in the event loop lasts past it) still answers.
+    mock_clock.autojump_threshold = 0
+    server = Server("patient", "1", validate_outbound=True, loop_warning=None)
+
+    @server.tool()
+    async def patient() -> str:
+        """Waits longer than the body deadline."""
+        await trio.sleep(2.0)
+        return "patient"
+
+    @server.tool(thread=False)
+    def busy() -> str:
+        """Outlasts the body deadline without waiting (the clock jumps under it)."""
+        mock_clock.jump(2.0)
+        return "busy"
+
+    app = server.asgi_app(body_timeout=0.5)
+    async with app.lifespan():
+        for name in ("patient", "busy"):
+            peer = Peer([call_json(name, {})])
+            with trio.fail_after(60):
+                await app(http_scope(name=name), peer.receive, peer.send)
+            assert [m["status"] for m in peer.starts()] == [200], name
+            (final,) = peer.bodies()
+            assert json.loads(final["body"])["result"]["content"][0]["text"] == name
+
+
 # =========================================================================== 15. loop watcher
 
 
