@@ -347,13 +347,11 @@ def _scan_headers(
     origins: list[str] = []
     credentials: list[str] = []
     mcp: list[tuple[bytes, bytes]] = []
+    wanted = {b"host": hosts, b"origin": origins, b"authorization": credentials}
     for name, value in raw:
-        if name == b"host":
-            hosts.append(value.decode("latin-1"))
-        elif name == b"origin":
-            origins.append(value.decode("latin-1"))
-        elif name == b"authorization":
-            credentials.append(value.decode("latin-1"))
+        values = wanted.get(name)
+        if values is not None:
+            values.append(value.decode("latin-1"))
         elif name[:4].lower() == b"mcp-":
             mcp.append((name, value))
     return hosts, origins, credentials, mcp

@@ -68,13 +68,16 @@ def _finite(number: str) -> float:
     return value
 
 
+_decoder = json.JSONDecoder(parse_constant=_not_json, parse_float=_finite)  # made once
+
+
 def decode_json(body: bytes | str) -> object:
     """The JSON value of ``body``, or ``ParseError``: strict UTF-8, no lone surrogates, no
     ``NaN``/``Infinity`` (nor a number that overflows to it), nesting within
     ``MAX_JSON_DEPTH``."""
     try:
         text = body.decode("utf-8") if isinstance(body, bytes | bytearray) else body
-        value = json.loads(text, parse_constant=_not_json, parse_float=_finite)
+        value = _decoder.decode(text)
     except (ValueError, UnicodeDecodeError):
         raise ParseError("Parse error: body is not valid JSON") from None
     except RecursionError:
