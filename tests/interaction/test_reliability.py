@@ -161,6 +161,12 @@ def nan_server(**tasks_options: Any) -> Server:
         return ToolResult(content=[content.text("nan")], structured={"x": float("nan")})
 
     @server.tool(options={"tasks": "optional"})
+    async def lone_surrogate() -> str:
+        """Returns a string with an unpaired surrogate: no UTF-8 encoding, so not JSON."""
+        await trio.lowlevel.checkpoint()
+        return "a\udc00b"
+
+    @server.tool(options={"tasks": "optional"})
     async def big(size: int) -> str:
         """Returns ``size`` characters."""
         await trio.lowlevel.checkpoint()
@@ -196,9 +202,10 @@ async def poll_until_terminal(client: Client, task_id: str) -> tuple[dict[str, A
             await trio.sleep(0.001)
 
 
-async def test_a_task_result_that_is_not_json_fails_the_task() -> None:
+@pytest.mark.parametrize("tool", ["not_json", "lone_surrogate"])
+async def test_a_task_result_that_is_not_json_fails_the_task(tool: str) -> None:
     async with open_client(nan_server(), capabilities=TASKS) as client:
-        task_id = await client.create_task("not_json")
+        task_id = await client.create_task(tool)
         task, _ = await poll_until_terminal(client, task_id)
         assert task["status"] == "failed"
         assert task["error"] == {"code": -32603, "message": "Task result is not JSON"}

@@ -52,6 +52,9 @@ REQUIRED: dict[str, Any] = {"extensions": {_wire.EXTENSION_ID: {}}}
 REAP_GRACE_MS = 10_000
 #: In a tasks/update acknowledgement, the answer keys the task was not waiting for.
 IGNORED_KEYS = "io.github.presa-trio/ignoredInputKeys"
+#: JSON as it goes on the wire (compact UTF-8), made once: what sizes are measured in, and
+#: what a stored result must survive (no ``NaN``; a lone surrogate has no UTF-8).
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
 def _unknown() -> InvalidParams:
@@ -218,7 +221,7 @@ class TasksExtension(Extension):
         if errors:  # the direct call's answer, and no task
             await trio.lowlevel.checkpoint()
             return error_result("Invalid arguments: " + "; ".join(errors))
-        size = len(json.dumps(arguments, separators=(",", ":")).encode())
+        size = len(_COMPACT.encode(arguments).encode())
         if size > self.max_input_bytes:
             if policy == "optional":  # declaring Tasks does not mean requiring a task
                 return await call_next(ctx, tool, arguments)
@@ -368,7 +371,7 @@ def _check_result(result: Mapping[str, Any], limit: int) -> None:
     """A task's result is stored and served for its whole TTL: it must be JSON (no ``NaN``,
     no lone surrogate) and at most ``limit`` bytes, or the task fails now, readably."""
     try:
-        size = len(json.dumps(result, separators=(",", ":"), allow_nan=False).encode())
+        size = len(_COMPACT.encode(result).encode())
     except (ValueError, UnicodeEncodeError, TypeError):
         raise InternalError("Task result is not JSON") from None
     if size > limit:

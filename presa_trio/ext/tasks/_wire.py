@@ -6,6 +6,7 @@ UTC ISO 8601 with milliseconds. Nothing here decides what a task does.
 
 from __future__ import annotations
 
+import functools
 from datetime import UTC, datetime
 from typing import Any
 
@@ -14,6 +15,7 @@ from ._states import Status, TaskRecord
 EXTENSION_ID = "io.modelcontextprotocol/tasks"
 
 
+@functools.lru_cache(maxsize=4096)  # a task is polled many times: its stamps format once
 def iso(ms: int) -> str:
     """``2026-11-03T18:04:05.123Z`` for an epoch time in milliseconds."""
     seconds, millis = divmod(ms, 1000)
