@@ -52,3 +52,8 @@ def await_noticing_wait(
                 waiting_on = coro.send(answer)
             except StopIteration as done:
                 return done.value  # type: ignore[no-any-return]
+            finally:
+                # The answer may carry an exception (trio's outcome of a cancelled wait)
+                # that now propagates through this frame: kept here, it would hold its own
+                # traceback, and every frame in it, in a cycle until the next GC.
+                del answer

@@ -3,7 +3,9 @@ first waits; everything past that first step must behave exactly as a plain ``aw
 
 from __future__ import annotations
 
+import gc
 import types
+import weakref
 from collections.abc import Generator
 from typing import Any
 
@@ -140,3 +142,53 @@ def test_closing_the_waiting_awaitable_closes_the_coroutine() -> None:
     outer.send(None)  # type: ignore[attr-defined]
     outer.close()  # type: ignore[attr-defined]
     assert steps == ["waited", "closed"]
+
+
+class Sent:
+    """What trio sends a waiting coroutine: an outcome it unwraps, here an error."""
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+    def unwrap(self) -> None:
+        error = self.error
+        try:
+            raise error
+        finally:
+            del error, self  # as outcome does: no reference of its own survives
+
+
+@types.coroutine
+def _wait() -> Generator[str, Any, None]:
+    return (yield "waiting").unwrap()  # type: ignore[no-any-return]
+
+
+def test_an_exception_sent_in_leaves_no_reference_cycle() -> None:
+    # An exception the scheduler sends in (trio's outcome of a cancelled wait) propagates
+    # through this frame; had the frame kept the outcome, it would hold the exception, whose
+    # traceback holds the frame: a cycle that kept a cancelled request's data (an 8 MB
+    # answer) alive until the next GC.
+    class Payload:
+        pass
+
+    refs: list[weakref.ref[Payload]] = []
+
+    async def holds_a_payload() -> None:
+        payload = Payload()
+        refs.append(weakref.ref(payload))
+        await _wait()
+
+    gc.collect()
+    gc.disable()
+    try:
+        outer = await_noticing_wait(holds_a_payload(), lambda: None)
+        assert outer.send(None) == "waiting"  # type: ignore[attr-defined]
+        raised = False
+        try:
+            outer.send(Sent(LookupError("sent in")))  # type: ignore[attr-defined]
+        except LookupError:
+            raised = True
+        assert raised
+        assert refs[0]() is None
+    finally:
+        gc.enable()
