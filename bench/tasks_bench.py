@@ -11,6 +11,8 @@ import sys
 import time
 import tracemalloc
 from collections import Counter
+from collections.abc import Awaitable, Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -154,18 +156,24 @@ async def get_latency(
     return samples[len(samples) // 2] / 1e3, samples[int(len(samples) * 0.99) - 1] / 1e3
 
 
-async def throughput(server: Server, runtime: Runtime, ops: int, runs: int) -> None:
-    runner = runner_of(runtime)
+async def measured(server: Server, runtime: Runtime) -> list[tuple[str, bytes]]:
+    """The three operations compared, each as a request body: a plain call, a task's
+    creation (its run included), and tasks/get of a completed task."""
     done = await rpc(server, runtime, CALL_TASK)
     await trio.testing.wait_all_tasks_blocked()
-    get_one = body("tasks/get", {"taskId": done["taskId"]})
-    print(f"\nThroughput: {ops:,} ops each, best of {runs} (ratio to plain tools/call)")
-    base = 0.0
-    for label, data in [
+    return [
         ("plain sync tools/call", CALL_PING),
         ("task creation (tools/call -> task, tool runs)", CALL_TASK),
-        ("tasks/get (one completed task)", get_one),
-    ]:
+        ("tasks/get (one completed task)", body("tasks/get", {"taskId": done["taskId"]})),
+    ]
+
+
+async def throughput(server: Server, runtime: Runtime, ops: int, runs: int) -> None:
+    runner = runner_of(runtime)
+    operations = await measured(server, runtime)
+    print(f"\nThroughput: {ops:,} ops each, best of {runs} (ratio to plain tools/call)")
+    base = 0.0
+    for label, data in operations:
         best = float("inf")
         for _ in range(runs):
             gc.collect()
@@ -182,10 +190,8 @@ async def throughput(server: Server, runtime: Runtime, ops: int, runs: int) -> N
 
 async def opcodes(server: Server, runtime: Runtime, ops: int) -> None:
     """Python opcodes per op (``sys.settrace`` with ``f_trace_opcodes``): deterministic where
-    times are noisy; C work (JSON, jsonschema-rs) counts as one call. A task's run counts."""
-    done = await rpc(server, runtime, CALL_TASK)
-    await trio.testing.wait_all_tasks_blocked()
-    get_one = body("tasks/get", {"taskId": done["taskId"]})
+    times are noisy; C work (JSON, jsonschema-rs) counts as one call. A task's run counts.
+    The last line is trio's own share of a task: the runner's shape with no presa code."""
     count = 0
 
     def trace(frame: Any, event: str, arg: Any) -> Any:
@@ -197,22 +203,15 @@ async def opcodes(server: Server, runtime: Runtime, ops: int) -> None:
         count += event == "opcode"
         return local
 
-    print(f"\nPython opcodes per op, {ops:,} ops each (ratio to plain tools/call)")
-    base = 0.0
-    for label, data in [
-        ("plain sync tools/call", CALL_PING),
-        ("task creation (tools/call -> task, tool runs)", CALL_TASK),
-        ("tasks/get (one completed task)", get_one),
-    ]:
+    async def per_op(step: Callable[[], Awaitable[object]]) -> float:
+        nonlocal count
         count = 0
         sys.settrace(trace)
         for _ in range(ops):
-            await rpc(server, runtime, data)
+            await step()
         await trio.testing.wait_all_tasks_blocked()  # task runs are counted too
         sys.settrace(None)
-        per = count / ops
-        base = base or per
-        print(f"   {label:<46} {per:>9,.0f} opcodes  {base / per:5.2f}x")
+        return count / ops
 
     async def shape(*, task_status: trio.TaskStatus[None]) -> None:
         task_status.started()
@@ -220,16 +219,21 @@ async def opcodes(server: Server, runtime: Runtime, ops: int) -> None:
             async with trio.open_nursery():
                 await trio.lowlevel.checkpoint()
 
+    print(f"\nPython opcodes per op, {ops:,} ops each (ratio to plain tools/call)")
+    rows = [
+        (label, await per_op(partial(rpc, server, runtime, data)))
+        for label, data in await measured(server, runtime)
+    ]
     async with trio.open_nursery() as nursery:
-        count = 0
-        sys.settrace(trace)
-        for _ in range(ops):
-            await nursery.start(shape)
-        await trio.testing.wait_all_tasks_blocked()
-        sys.settrace(None)
-    per = count / ops
-    label = "trio alone: start, scope, TTL scope, nursery"
-    print(f"   {label:<46} {per:>9,.0f} opcodes  {base / per:5.2f}x")
+        rows.append(
+            (
+                "trio alone: start, scope, TTL scope, nursery",
+                await per_op(partial(nursery.start, shape)),
+            )
+        )
+    base = rows[0][1]
+    for label, per in rows:
+        print(f"   {label:<46} {per:>9,.0f} opcodes  {base / per:5.2f}x")
 
 
 async def trio_floor(count: int) -> float:

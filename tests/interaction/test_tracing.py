@@ -73,8 +73,8 @@ def spans() -> Iterator[Spans]:
     kept.provider.shutdown()
 
 
-def traced_server(spans: Spans, release: trio.Event | None = None) -> Server:
-    server = Server("traced", tracing=spans.provider)
+def traced_server(provider: TracerProvider, release: trio.Event | None = None) -> Server:
+    server = Server("traced", tracing=provider)
     server.add_extension(TasksExtension())
 
     @server.tool()
@@ -142,7 +142,7 @@ def status_of(span: ReadableSpan) -> tuple[StatusCode, str | None]:
 
 
 async def test_a_tool_call_is_a_server_span_around_a_tool_span(spans: Spans) -> None:
-    async with open_client(traced_server(spans)) as client:
+    async with open_client(traced_server(spans.provider)) as client:
         await client.request(
             "tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}}, request_id=7
         )
@@ -166,7 +166,7 @@ async def test_a_tool_call_is_a_server_span_around_a_tool_span(spans: Spans) -> 
 
 async def test_the_parent_comes_from_meta_trace_context(spans: Spans) -> None:
     meta = {"traceparent": TRACEPARENT, "tracestate": "rojo=00f067aa0ba902b7"}
-    async with open_client(traced_server(spans)) as client:
+    async with open_client(traced_server(spans.provider)) as client:
         await client.request("tools/list", meta=meta, request_id="l")
     (span,) = spans.finished()
     assert span.name == "tools/list"
@@ -183,7 +183,7 @@ async def test_an_ambient_context_is_the_parent_or_a_link(spans: Spans) -> None:
     """With trace context in ``_meta`` that is the parent and the ambient span (an HTTP
     server span, say) is linked; without, the ambient span is the parent."""
     tracer = spans.provider.get_tracer("test")
-    async with open_client(traced_server(spans)) as client:
+    async with open_client(traced_server(spans.provider)) as client:
         with tracer.start_as_current_span("ambient") as ambient:
             await client.request("tools/list", meta={"traceparent": TRACEPARENT}, request_id=1)
             await client.request("tools/list", request_id=2)
@@ -195,7 +195,7 @@ async def test_an_ambient_context_is_the_parent_or_a_link(spans: Spans) -> None:
 
 
 async def test_prompt_and_resource_targets(spans: Spans) -> None:
-    async with open_client(traced_server(spans)) as client:
+    async with open_client(traced_server(spans.provider)) as client:
         await client.get_prompt("greet", {"name": "Ada"}, request_id=1)
         await client.read_resource("test://doc", request_id=2)
     prompt = spans.named("prompts/get greet")
@@ -210,7 +210,7 @@ async def test_prompt_and_resource_targets(spans: Spans) -> None:
 
 
 async def test_a_json_rpc_error_is_an_error_span(spans: Spans) -> None:
-    async with open_client(traced_server(spans)) as client:
+    async with open_client(traced_server(spans.provider)) as client:
         with pytest.raises(RpcError):
             await client.request("tools/call", {"name": "nope"}, request_id=1)
         with pytest.raises(RpcError):
@@ -240,7 +240,7 @@ async def test_a_json_rpc_error_is_an_error_span(spans: Spans) -> None:
 
 
 async def test_an_unknown_method_is_an_error_span(spans: Spans) -> None:
-    async with open_client(traced_server(spans)) as client:
+    async with open_client(traced_server(spans.provider)) as client:
         message = client.message("nope/nope", request_id=3)
         await client.send(message, client.headers_for(message))
     (span,) = spans.finished()
@@ -252,7 +252,7 @@ async def test_an_unknown_method_is_an_error_span(spans: Spans) -> None:
 
 
 async def test_a_tool_error_result_is_a_tool_error(spans: Spans) -> None:
-    async with open_client(traced_server(spans)) as client:
+    async with open_client(traced_server(spans.provider)) as client:
         result = await client.call_tool("refuse")
     assert result["isError"] is True
     for name in ("tools/call refuse", "execute_tool refuse"):
@@ -264,7 +264,7 @@ async def test_a_tool_error_result_is_a_tool_error(spans: Spans) -> None:
 
 
 async def test_a_bug_in_a_tool_is_recorded_on_its_span(spans: Spans) -> None:
-    async with open_client(traced_server(spans)) as client:
+    async with open_client(traced_server(spans.provider)) as client:
         with pytest.raises(RpcError):
             await client.call_tool("broken")
     tool = spans.named("execute_tool broken")
@@ -302,7 +302,7 @@ async def test_a_request_cancelled_before_it_answered(spans: Spans) -> None:
 
 
 async def test_stdio_is_a_pipe(spans: Spans) -> None:
-    server = traced_server(spans)
+    server = traced_server(spans.provider)
     to_server, server_in = trio.testing.memory_stream_one_way_pair()
     server_out, from_server = trio.testing.memory_stream_one_way_pair()
     line = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": {
@@ -353,7 +353,7 @@ async def test_a_task_span_is_a_child_of_its_request_and_ends_when_the_task_does
     spans: Spans,
 ) -> None:
     release = trio.Event()
-    async with open_client(traced_server(spans, release)) as client:
+    async with open_client(traced_server(spans.provider, release)) as client:
         task_id = await create(client, "held", {}, "c")
         assert [s.name for s in spans.finished()] == ["tools/call held"]  # the task runs on
         release.set()
@@ -378,7 +378,7 @@ async def test_a_task_span_is_a_child_of_its_request_and_ends_when_the_task_does
 
 
 async def test_a_task_cancelled_by_its_client_is_not_an_error(spans: Spans) -> None:
-    async with open_client(traced_server(spans)) as client:
+    async with open_client(traced_server(spans.provider)) as client:
         task_id = await create(client, "slow", {}, "c")
         await client.cancel_task(task_id)
         with trio.fail_after(5):
@@ -395,7 +395,7 @@ async def test_a_task_cancelled_by_its_client_is_not_an_error(spans: Spans) -> N
 
 
 async def test_a_failed_task_is_an_error_span(spans: Spans) -> None:
-    async with open_client(traced_server(spans)) as client:
+    async with open_client(traced_server(spans.provider)) as client:
         task_id = await create(client, "fails_as_task", {}, "c")
         with trio.fail_after(5):
             assert (await client.wait_task(task_id))["status"] == "failed"
@@ -425,25 +425,15 @@ class Broken(SpanProcessor):
 async def test_a_tracing_failure_never_fails_a_request(caplog: pytest.LogCaptureFixture) -> None:
     provider = TracerProvider()
     provider.add_span_processor(Broken())
-    server = Server("broken-tracing", tracing=provider)
-    server.add_extension(TasksExtension())
-
-    @server.tool()
-    async def add(a: int, b: int) -> int:
-        await trio.lowlevel.checkpoint()
-        return a + b
-
-    @server.tool(options={"tasks": "required"})
-    async def later() -> str:
-        await trio.lowlevel.checkpoint()
-        return "done"
-
+    release = trio.Event()
+    release.set()
+    server = traced_server(provider, release)
     with caplog.at_level(logging.WARNING, logger="presa_trio"):
         async with open_client(server) as client:
             for _ in range(2):
                 result = await client.call_tool("add", {"a": 1, "b": 2})
                 assert result["content"] == [{"type": "text", "text": "3"}]
-            task_id = await client.create_task("later")
+            task_id = await client.create_task("held")
             with trio.fail_after(5):
                 assert (await client.wait_task(task_id))["status"] == "completed"
     warnings = [r for r in caplog.records if "tracing failed" in r.getMessage()]
