@@ -1,9 +1,12 @@
 """In-process cost of one tools/call through the ASGI apps, called directly (optionally cProfiled).
 
 No sockets, no hypercorn, no concurrency: trio scheduler passes are not amortized as under load.
-The breakdown times each stage of presa's request alone (coroutines driven by hand, so that no
-scheduler pass lands in a stage); what the stages leave of the whole is trio machinery (cancel
-scopes, the disconnect watcher task, scheduler passes) and the ASGI edge's glue."""
+The breakdown starts from two raw apps: the raw app itself (trio's scheduler passes and the
+exchange, which presa pays too) and the raw app inside a cancel scope used as presa uses its one
+request scope (what that scope adds). Then it times each stage of presa's request alone
+(coroutines driven by hand, so that no scheduler pass lands in a stage); what is left of the
+whole is the ASGI edge (headers, the responder, the first-wait forwarder) and the joins between
+stages, which cost more inside a whole request than alone."""
 
 from __future__ import annotations
 
@@ -107,6 +110,22 @@ async def drive(app: Any, n: int, body: bytes, traced: Any = None) -> float:
     return elapsed
 
 
+async def scoped_raw(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    """The raw app inside the one cancel scope each presa request has: entered with the
+    body's deadline, its deadline moved for the final write. What trio's part of presa's
+    design costs, with no presa code: the floor of ``presa - raw``."""
+    if scope["type"] != "http":
+        await raw_app.app(scope, receive, send)
+        return
+    with trio.CancelScope(deadline=trio.current_time() + 30) as request:
+        more = True
+        while more:
+            more = (await receive()).get("more_body", False)
+        request.deadline = trio.current_time() + 30
+        await send({"type": "http.response.start", "status": 200, "headers": raw_app.HEADERS})
+        await send({"type": "http.response.body", "body": raw_app.BODY})
+
+
 def opcodes(app: Any, body: bytes, n: int = 500) -> tuple[float, Counter[str]]:
     """Python opcodes executed per request (``sys.settrace`` with ``f_trace_opcodes``):
     deterministic where times are noisy. C work (JSON, jsonschema-rs) counts as one call.
@@ -201,6 +220,7 @@ def main() -> int:
             count, per = opcodes(build_server(validate_outbound=outbound).asgi_app(), body)
             print(f"presa-out-{'on' if outbound else 'off':<5}{count:>9,.0f}")
         print(f"raw{opcodes(raw_app.app, body)[0]:>15,.0f}")
+        print(f"raw-in-scope{opcodes(scoped_raw, body)[0]:>6,.0f}  (the request's cancel scope)")
         print(f"\ntop {args.top} functions of presa-out-off, opcodes per request")
         for where, total in per.most_common(args.top):
             print(f"  {total / 500:>7,.0f}  {where}")
@@ -209,6 +229,7 @@ def main() -> int:
         "presa-out-on": build_server(validate_outbound=True).asgi_app(),
         "presa-out-off": build_server(validate_outbound=False).asgi_app(),
         "raw": raw_app.app,
+        "raw-in-scope": scoped_raw,
     }
     print(f"in-process ASGI, {args.n} sequential requests each (best of 3), us/request")
     totals: dict[str, float] = {}
@@ -220,9 +241,16 @@ def main() -> int:
     print(f"presa-out-on / raw: {totals['presa-out-on'] / totals['raw']:.1f}x")
     # A server of its own: the stage loops block the event loop on purpose (no loop warning).
     alone = build_server(validate_outbound=True, loop_warning=None).asgi_app()
-    parts = trio.run(stages, alone, body, max(args.n // 4, 1000))
-    parts["trio machinery + ASGI glue"] = totals["presa-out-on"] - sum(parts.values())
-    print("\nbreakdown of presa-out-on, us/request (each stage timed alone; the last is the rest)")
+    parts = {
+        "raw exchange": totals["raw"],  # what the raw app costs: trio's passes, the exchange
+        "request cancel scope": totals["raw-in-scope"] - totals["raw"],
+        **trio.run(stages, alone, body, max(args.n // 4, 1000)),
+    }
+    parts["ASGI edge + the rest"] = totals["presa-out-on"] - sum(parts.values())
+    print(
+        "\nbreakdown of presa-out-on, us/request (the first two from the raw apps, the stages"
+        " timed alone; the last is what is left)"
+    )
     for stage, us in parts.items():
         print(f"  {stage:<28}{us:>7.1f}  {us / totals['presa-out-on']:>4.0%}")
     if args.profile:

@@ -38,6 +38,7 @@ logger = logging.getLogger("presa_trio.http")
 
 _JSON = [(b"content-type", b"application/json")]
 _PLAIN = [(b"content-type", b"text/plain; charset=utf-8")]
+_NO_TOKEN = Authorization()  # an app that verifies no tokens (frozen: one for all requests)
 DEFAULT_MAX_BODY = 4 * 1024 * 1024
 DEFAULT_BODY_TIMEOUT = 30.0
 DEFAULT_WRITE_TIMEOUT = 30.0
@@ -193,11 +194,10 @@ class AsgiApp:
         if path != self.path and not metadata:
             await _plain(send, 404, b"Not Found")
             return
-        responder = HttpResponder(send, write_timeout=self.write_timeout)
         hosts, origins, credentials, mcp_headers = _scan_headers(scope["headers"])
         reason = refuse_any(self.host_policy, hosts, origins)
         if reason is not None:
-            await self.dispatcher.refuse(Forbidden(f"Forbidden: {reason}"), None, responder)
+            await self._refuse(send, Forbidden(f"Forbidden: {reason}"))
             return
         allowed = cors.allow_origin(origins) if self.cors else []
         if allowed and self.auth is not None:
@@ -208,42 +208,49 @@ class AsgiApp:
         if self.cors and scope["method"] == "OPTIONS":
             await _plain(send, 204, b"", [*allowed, *cors.preflight(scope["headers"])])
             return
-        if allowed:
-            responder = HttpResponder(send, write_timeout=self.write_timeout, extra=allowed)
         if scope["method"] != "POST":
             await _plain(send, 405, b"Method Not Allowed", [(b"allow", b"POST")])
             return
         # Authorization comes before the body is read: nothing of an unauthenticated
         # request is processed (spec basic/authorization §Access Token Privilege Restriction).
-        authorization = Authorization()
+        authorization = _NO_TOKEN
         if self.auth is not None:
             try:
                 token = await self.auth.authenticate(credentials)
             except McpError as refusal:
-                await self.dispatcher.refuse(refusal, None, responder)
+                await self._refuse(send, refusal, allowed)
                 return
             authorization = Authorization(token, self.auth)
-        body = None
+        body: bytes | McpError | None = None
         # One cancel scope per request: its deadline bounds the body's arrival (it is lifted
         # once the request waits for anything else, see ``_serve``); the client's disconnect
         # (or a write it stops reading) cancels it; and its deadline bounds the final write
         # (``HttpResponder``).
         with trio.CancelScope(deadline=trio.current_time() + self.body_timeout) as request:
-            body = await self._read_body(receive, responder)
-            if body is not None:
+            body = await self._read_body(receive)
+            if isinstance(body, bytes):
                 responder = HttpResponder(send, request, self.write_timeout, allowed)
                 await self._serve(
                     body, scope, mcp_headers, receive, request, responder, authorization
                 )
         if body is None and request.cancelled_caught:
-            error = RequestTimeout(f"Request body not received within {self.body_timeout:g} s")
-            await self.dispatcher.refuse(error, None, responder)
+            body = RequestTimeout(f"Request body not received within {self.body_timeout:g} s")
+        if isinstance(body, McpError):
+            await self._refuse(send, body, allowed)
+
+    async def _refuse(
+        self, send: Send, error: McpError, extra: list[tuple[bytes, bytes]] | None = None
+    ) -> None:
+        """Answer ``error`` before the request is dispatched: outside its scope, so the
+        write is bounded by a shielded ``write_timeout`` of its own."""
+        responder = HttpResponder(send, write_timeout=self.write_timeout, extra=extra)
+        await self.dispatcher.refuse(error, None, responder)
 
     async def _serve(
         self,
         body: bytes,
         scope: Scope,
-        mcp_headers: list[tuple[bytes, bytes]],
+        mcp_headers: dict[str, list[bytes]],
         receive: Receive,
         request: trio.CancelScope,
         responder: HttpResponder,
@@ -258,7 +265,7 @@ class AsgiApp:
         if isinstance(message, Notification):
             await _plain(responder.send, 202, b"")  # accepted; stdio is where they matter
             return
-        headers = RoutingHeaders(mcp_headers)
+        headers = RoutingHeaders.grouped(mcp_headers)
         runtime, watchers = self._runtime, self._watchers
         traced = self.dispatcher.settings.tracing is not None
         connection = http_attributes(scope) if traced else None
@@ -287,9 +294,9 @@ class AsgiApp:
             if watch is not None:
                 watch.cancel()
 
-    async def _read_body(self, receive: Receive, responder: HttpResponder) -> bytes | None:
-        """The whole body, or None after answering why not (too large, gone); the caller's
-        scope bounds the time it may take."""
+    async def _read_body(self, receive: Receive) -> bytes | RequestTooLarge | None:
+        """The whole body, the refusal to answer when it is too large, or None when the
+        client has gone; the caller's scope bounds the time it may take."""
         chunks: list[bytes] = []
         size = 0
         while True:
@@ -299,9 +306,7 @@ class AsgiApp:
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > self.max_body:
-                too_large = RequestTooLarge(f"Request body exceeds {self.max_body} bytes")
-                await self.dispatcher.refuse(too_large, None, responder)
-                return None
+                return RequestTooLarge(f"Request body exceeds {self.max_body} bytes")
             chunks.append(chunk)
             if not message.get("more_body", False):
                 return b"".join(chunks)
@@ -340,20 +345,22 @@ async def _cancel_on_disconnect(
 
 def _scan_headers(
     raw: Iterable[tuple[bytes, bytes]],
-) -> tuple[list[str], list[str], list[str], list[tuple[bytes, bytes]]]:
-    """One pass over the request headers (ASGI names are lower case): every Host, Origin
-    and Authorization value in order, and the ``Mcp-*`` headers for ``RoutingHeaders``."""
+) -> tuple[list[str], list[str], list[str], dict[str, list[bytes]]]:
+    """One pass over the request headers: every Host, Origin and Authorization value in
+    order, and the ``Mcp-*`` headers grouped by name for ``RoutingHeaders``. ASGI servers
+    give the names in lower case; one that does not is read the same."""
     hosts: list[str] = []
     origins: list[str] = []
     credentials: list[str] = []
-    mcp: list[tuple[bytes, bytes]] = []
+    mcp: dict[str, list[bytes]] = {}
     wanted = {b"host": hosts, b"origin": origins, b"authorization": credentials}
     for name, value in raw:
+        name = name.lower()
         values = wanted.get(name)
         if values is not None:
             values.append(value.decode("latin-1"))
-        elif name[:4].lower() == b"mcp-":
-            mcp.append((name, value))
+        elif name.startswith(b"mcp-"):
+            mcp.setdefault(name.decode("latin-1"), []).append(value)
     return hosts, origins, credentials, mcp
 
 
@@ -463,13 +470,11 @@ class HttpResponder:
             await self._write({"type": "http.response.body", "body": sse.event(data)}, final=True)
             return
         # A whole JSON response: its start and its body are one final write (one deadline).
-        own = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers]
-        length = (b"content-length", str(len(data)).encode())
-        start = {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [*_JSON, length, *own, *self._extra],
-        }
+        fields = [*_JSON, (b"content-length", str(len(data)).encode())]
+        for name, value in headers:  # an error's own (Retry-After, WWW-Authenticate)
+            fields.append((name.encode("latin-1"), value.encode("latin-1")))
+        fields += self._extra
+        start = {"type": "http.response.start", "status": status, "headers": fields}
         await self._write(start, {"type": "http.response.body", "body": data}, final=True)
 
 

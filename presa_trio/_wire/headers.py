@@ -39,6 +39,14 @@ class RoutingHeaders:
                 values.setdefault(name.decode("latin-1").lower(), []).append(value)
         self._values = values
 
+    @classmethod
+    def grouped(cls, values: dict[str, list[bytes]]) -> RoutingHeaders:
+        """From headers a transport has already grouped: each lower-case ``mcp-*`` name with
+        its values in order (what ``__init__`` builds from the raw list)."""
+        headers = cls.__new__(cls)
+        headers._values = values
+        return headers
+
     def get(self, name: str) -> str | None:
         """The trimmed value of a single-valued MCP header, or None when absent."""
         found = self._values.get(name)

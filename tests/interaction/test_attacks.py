@@ -1070,6 +1070,29 @@ async def test_foreign_origins_are_refused(host: str | None, origin: str) -> Non
     }
 
 
+async def test_header_names_are_read_in_any_case() -> None:
+    """ASGI servers give header names in lower case, but one that does not is read the same:
+    its foreign Host is refused, and its routing headers route."""
+    app = Server("rebind", "1").asgi_app()
+    capitalized = [(name.title(), value) for name, value in headers_of("server/discover")]
+    async with app.lifespan():
+        foreign = await asgi(app, body_of("server/discover"), [*capitalized, (b"Host", b"x.io")])
+        admitted = await asgi(app, body_of("server/discover"), capitalized)
+        wrong = [*(h for h in capitalized if h[0] != b"Mcp-Method"), (b"MCP-Method", b"tools/list")]
+        mismatched = await asgi(app, body_of("server/discover"), wrong)
+    assert foreign[0]["status"] == 403
+    refused = {"code": -32600, "message": "Forbidden: Host 'x.io' is not allowed"}
+    assert foreign[1] == {"jsonrpc": "2.0", "error": refused}
+    assert admitted[0]["status"] == 200 and admitted[1]["result"]["resultType"] == "complete"
+    assert mismatched[0]["status"] == 400
+    mismatch = "Mcp-Method header 'tools/list' does not match method 'server/discover'"
+    assert mismatched[1] == {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "error": {"code": -32020, "message": mismatch},
+    }
+
+
 async def test_a_configured_policy_admits_exactly_what_it_lists() -> None:
     policy = HostPolicy(
         allowed_hosts=frozenset({"mcp.example"}),

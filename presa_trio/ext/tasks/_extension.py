@@ -212,8 +212,10 @@ class TasksExtension(Extension):
     ) -> dict[str, Any]:
         """Decide sync or task (T§3.2); create the task before answering."""
         policy = self._policy(ctx, tool, arguments)
+        if policy == "sync":  # the common case: nothing of Tasks to look at
+            return await call_next(ctx, tool, arguments)
         declared = ctx.has_capability("extensions", self.id)
-        if policy == "sync" or (policy == "optional" and not declared):
+        if policy == "optional" and not declared:
             return await call_next(ctx, tool, arguments)
         if not declared:
             raise MissingCapability(f"Tool {tool.name} runs only as a task", REQUIRED)
