@@ -221,22 +221,22 @@ class AsgiApp:
                 await self._refuse(send, refusal, allowed)
                 return
             authorization = Authorization(token, self.auth)
-        body: bytes | McpError | None = None
+        read: bytes | McpError | None = None  # the body, or why there is none to serve
         # One cancel scope per request: its deadline bounds the body's arrival (it is lifted
         # once the request waits for anything else, see ``_serve``); the client's disconnect
         # (or a write it stops reading) cancels it; and its deadline bounds the final write
         # (``HttpResponder``).
         with trio.CancelScope(deadline=trio.current_time() + self.body_timeout) as request:
-            body = await self._read_body(receive)
-            if isinstance(body, bytes):
+            read = await self._read_body(receive)
+            if isinstance(read, bytes):
                 responder = HttpResponder(send, request, self.write_timeout, allowed)
                 await self._serve(
-                    body, scope, mcp_headers, receive, request, responder, authorization
+                    read, scope, mcp_headers, receive, request, responder, authorization
                 )
-        if body is None and request.cancelled_caught:
-            body = RequestTimeout(f"Request body not received within {self.body_timeout:g} s")
-        if isinstance(body, McpError):
-            await self._refuse(send, body, allowed)
+        if read is None and request.cancelled_caught:
+            read = RequestTimeout(f"Request body not received within {self.body_timeout:g} s")
+        if isinstance(read, McpError):
+            await self._refuse(send, read, allowed)
 
     async def _refuse(
         self, send: Send, error: McpError, extra: list[tuple[bytes, bytes]] | None = None
