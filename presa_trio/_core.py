@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from functools import partial
 from typing import Any
 
@@ -77,8 +77,10 @@ async def list_tools(served: Served, ctx: Context, params: dict[str, Any]) -> di
     return _listing(served, "tools", [tools[n].wire for n in sorted(tools)], params.get("cursor"))
 
 
-async def _call(ctx: Context, tool: Tool, arguments: Mapping[str, Any]) -> dict[str, Any]:
-    return await tool.call(ctx, arguments)
+def _call(ctx: Context, tool: Tool, arguments: Mapping[str, Any]) -> Awaitable[dict[str, Any]]:
+    # The chain's links hand on the next one's coroutine rather than awaiting it: a task
+    # parked inside a tool keeps no frame of theirs alive (each is a few hundred bytes).
+    return tool.call(ctx, arguments)
 
 
 async def _traced_call(
@@ -92,9 +94,8 @@ async def _traced_call(
 
 
 def _through(extension: Any, call_next: CallNext) -> CallNext:
-    async def call(ctx: Context, tool: Tool, arguments: Mapping[str, Any]) -> dict[str, Any]:
-        result: dict[str, Any] = await extension.call_tool(ctx, tool, arguments, call_next)
-        return result
+    def call(ctx: Context, tool: Tool, arguments: Mapping[str, Any]) -> Awaitable[dict[str, Any]]:
+        return extension.call_tool(ctx, tool, arguments, call_next)  # type: ignore[no-any-return]
 
     return call
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import inspect
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, final
@@ -144,18 +144,23 @@ class Signature:
             found.append(argument)
         return found
 
-    async def call(self, ctx: Context, kwargs: dict[str, Any], *, thread: bool) -> Any:
+    def call(self, ctx: Context, kwargs: dict[str, Any], *, thread: bool) -> Awaitable[Any]:
         """Call the handler with ``ctx`` and ``kwargs`` (from ``binder``; this adds to them).
 
-        A sync handler runs in a worker thread when ``thread`` is true, bounded by the run's
-        thread limiter, so it cannot block the event loop. Cancellation abandons the thread:
-        the request (or task) ends at once, the function runs to its end on its own, its result
-        is discarded, and it keeps its limiter slot until it returns.
+        An async handler's own coroutine is handed back, so a task parked in it keeps no
+        frame of this call alive. A sync handler runs in a worker thread when ``thread`` is
+        true, bounded by the run's thread limiter, so it cannot block the event loop.
+        Cancellation abandons the thread: the request (or task) ends at once, the function
+        runs to its end on its own, its result is discarded, and it keeps its limiter slot
+        until it returns.
         """
         if self.context_param is not None:
             kwargs[self.context_param] = ctx
         if self.is_async:
-            return await self.fn(**kwargs)
+            return self.fn(**kwargs)  # type: ignore[no-any-return]
+        return self._call_sync(ctx, kwargs, thread)
+
+    async def _call_sync(self, ctx: Context, kwargs: dict[str, Any], thread: bool) -> Any:
         if thread:
             result = await trio.to_thread.run_sync(
                 partial(self.fn, **kwargs),

@@ -227,6 +227,38 @@ async def test_cancelling_a_parked_task_releases_its_channel(
     )  # every task ended: the runner holds none
 
 
+def _frames(coro: Any) -> list[str]:
+    """The functions a suspended task is inside, outermost first."""
+    names = []
+    while coro is not None:
+        code = getattr(coro, "cr_code", None) or coro.gi_code
+        names.append(code.co_qualname)
+        coro = getattr(coro, "cr_await", None) or getattr(coro, "gi_yieldfrom", None)
+    return names
+
+
+async def test_a_parked_task_holds_no_frame_of_the_call_chain(
+    env: tuple[Client, TasksExtension],
+) -> None:
+    """Each suspended frame is a few hundred bytes a parked task holds for its whole wait:
+    the links between the runner and the tool hand on the tool's coroutine instead."""
+    client, _ext = env
+    task_id = await create(client, "ask", {"keys": ["a"]})
+    await trio.testing.wait_all_tasks_blocked()
+    (task,) = tasks_of(client).runner.nursery.child_tasks
+    frames = _frames(task.coro)
+    assert frames[: frames.index("TaskRunner.provide") + 1] == [
+        "TaskRunner._run",
+        "TaskRunner._attempt",
+        "TasksExtension._work.<locals>.work",
+        "Tool.call",
+        "build.<locals>.ask",
+        "Context.input",
+        "TaskRunner.provide",
+    ]  # then trio's own, down to the channel's receive
+    await client.request("tasks/cancel", {"taskId": task_id})
+
+
 async def test_terminal_cancel_is_acked_and_changes_nothing(
     env: tuple[Client, TasksExtension],
 ) -> None:
