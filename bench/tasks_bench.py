@@ -126,6 +126,12 @@ async def statuses(server: Server, runtime: Runtime, ids: list[str]) -> dict[str
     return dict(Counter(found))
 
 
+def own_bytes(ids: list[str]) -> int:
+    """What the bench itself holds for the tasks it parked (its list of their ids, parsed
+    from the answers): not the server's, so not counted per task."""
+    return sys.getsizeof(ids) + sum(map(sys.getsizeof, ids))
+
+
 def rss_kb() -> int:
     return int(Path("/proc/self/status").read_text().split("VmRSS:")[1].split()[0])
 
@@ -213,11 +219,14 @@ async def opcodes(server: Server, runtime: Runtime, ops: int) -> None:
         sys.settrace(None)
         return count / ops
 
-    async def shape(*, task_status: trio.TaskStatus[None]) -> None:
-        task_status.started()
-        with trio.CancelScope(), trio.move_on_at(trio.current_time() + 3600):
+    async def shape() -> None:  # the runner's: one scope (the TTL its deadline), a nursery
+        with trio.CancelScope(deadline=trio.current_time() + 3600):
             async with trio.open_nursery():
-                await trio.lowlevel.checkpoint()
+                pass
+
+    async def spawn(nursery: trio.Nursery) -> None:
+        nursery.start_soon(shape)
+        await trio.lowlevel.checkpoint()  # one scheduler pass, as a tool that awaits once
 
     print(f"\nPython opcodes per op, {ops:,} ops each (ratio to plain tools/call)")
     rows = [
@@ -227,8 +236,8 @@ async def opcodes(server: Server, runtime: Runtime, ops: int) -> None:
     async with trio.open_nursery() as nursery:
         rows.append(
             (
-                "trio alone: start, scope, TTL scope, nursery",
-                await per_op(partial(nursery.start, shape)),
+                "trio alone: spawn, scope with deadline, nursery",
+                await per_op(partial(spawn, nursery)),
             )
         )
     base = rows[0][1]
@@ -237,24 +246,24 @@ async def opcodes(server: Server, runtime: Runtime, ops: int) -> None:
 
 
 async def trio_floor(count: int) -> float:
-    """Bytes/task of the runner's trio shape alone (TaskRunner._run and _attempt): start, the
-    task's cancel scope, its TTL deadline scope, its nursery, a channel, 13 frames."""
+    """Bytes/task of the runner's trio shape alone (``TaskRunner.launch``, ``_run`` and
+    ``_attempt``): a spawned task, its cancel scope (the TTL its deadline), its nursery, one
+    channel, and the tool's frame parked on it. What presa adds is the rest of a parked task."""
 
-    async def chain(depth: int, receive: trio.MemoryReceiveChannel[Any]) -> Any:
-        return await (chain(depth - 1, receive) if depth else receive.receive())
+    async def tool(receive: trio.MemoryReceiveChannel[Any]) -> Any:
+        return await receive.receive()
 
-    async def task(*, task_status: trio.TaskStatus[None]) -> None:
+    async def task() -> None:
         _send, receive = trio.open_memory_channel[Any](1)  # _send stays alive in this frame
-        task_status.started()
-        with trio.CancelScope(), trio.move_on_at(trio.current_time() + 3600):
+        with trio.CancelScope(deadline=trio.current_time() + 3600):
             async with trio.open_nursery():
-                await chain(12, receive)
+                await tool(receive)
 
     async with trio.open_nursery() as nursery:
         gc.collect()
         tracemalloc.start()
         for _ in range(count):
-            await nursery.start(task)
+            nursery.start_soon(task)
         await trio.testing.wait_all_tasks_blocked()
         gc.collect()
         size = tracemalloc.get_traced_memory()[0] / count
@@ -286,10 +295,11 @@ async def main(args: argparse.Namespace) -> None:
         gc.collect()
         rss0 = rss_kb()
         t0 = time.perf_counter()
-        ids += await park_tasks(server, runtime, parked)
+        more = await park_tasks(server, runtime, parked)
         park_s = time.perf_counter() - t0
         gc.collect()
-        rss1 = rss_kb()
+        rss1 = rss_kb() - own_bytes(more) // 1024
+        ids += more
         latency[runner.live_count] = await get_latency(server, runtime, ids, gets)
         t0 = time.perf_counter()
     close_s, live_a = time.perf_counter() - t0, runner.live_count
@@ -304,7 +314,7 @@ async def main(args: argparse.Namespace) -> None:
         traced0 = tracemalloc.get_traced_memory()[0]
         ids = await park_tasks(server, runtime, parked)
         gc.collect()
-        traced = tracemalloc.get_traced_memory()[0] - traced0
+        traced = tracemalloc.get_traced_memory()[0] - traced0 - own_bytes(ids)
         snapshot = tracemalloc.take_snapshot()
         tracemalloc.stop()
         parked_b, before = runner.parked_count(), await statuses(server, runtime, ids)
