@@ -307,7 +307,7 @@ async def test_shutdown_records_stopped_not_cancelled(mock_clock: trio.testing.M
     }
 
 
-async def test_the_cancel_scope_exists_before_the_record_is_stored(
+async def test_a_task_is_registered_before_its_record_is_stored(
     runner: TaskRunner, mock_clock: trio.testing.MockClock
 ) -> None:
     seen: list[bool] = []
@@ -315,13 +315,48 @@ async def test_the_cancel_scope_exists_before_the_record_is_stored(
     original = runner.store.create
 
     async def create(task: TaskRecord, limits: Limits) -> None:
-        seen.append(task.task_id in runner._live)  # the scope is registered already
+        seen.append(task.task_id in runner._live)  # a tasks/cancel would find it already
         await original(task, limits)
 
     runner.store.create = create  # type: ignore[method-assign]
     await launch(runner, "t", _sleeper)
     assert seen == [True]
     await runner.cancel("t")
+
+
+async def test_a_cancel_before_the_task_first_runs_means_its_work_never_starts(
+    runner: TaskRunner, mock_clock: trio.testing.MockClock
+) -> None:
+    started: list[str] = []
+
+    async def work(handle: TaskHandle) -> Mapping[str, Any]:
+        started.append(handle.task_id)
+        return {"content": []}
+
+    await launch(runner, "t", work)  # spawned; it runs at the next checkpoint at the earliest
+    await runner.cancel("t")  # marks it cancelled before its first checkpoint
+    assert started == []
+    cancelled = await runner.store.get("t")
+    assert cancelled is not None and cancelled.status is Status.CANCELLED
+    assert runner.live_count == 0
+
+
+async def test_a_ttl_over_before_the_task_first_runs_expires_it_unstarted(
+    runner: TaskRunner, mock_clock: trio.testing.MockClock
+) -> None:
+    started: list[str] = []
+
+    async def work(handle: TaskHandle) -> Mapping[str, Any]:
+        started.append(handle.task_id)
+        return {"content": []}
+
+    await launch(runner, "t", work, ttl_ms=0)
+    await trio.testing.wait_all_tasks_blocked()
+    assert started == []
+    expired = await runner.store.get("t")
+    assert expired is not None and expired.status is Status.FAILED
+    assert expired.error is not None and expired.error["code"] == -32603
+    assert runner.live_count == 0
 
 
 async def test_a_store_that_recovers_while_retrying_records_the_outcome(

@@ -1,10 +1,11 @@
 """The task runner: each task a nursery with its own cancel scope, parked inputs on channels
 (SEP-2663 §5).
 
-One runner nursery, owned by the run's tasks service, holds every task. A task's cancel
-scope exists before its record is stored, so a ``tasks/cancel`` that arrives at once finds it
-(and the task, once it runs, stops at its first checkpoint); the scope's deadline is the
-task's TTL. ``tasks/cancel`` commits ``cancelled`` first and only then cancels that scope (so
+One runner nursery, owned by the run's tasks service, holds every task. A task is its own
+nursery, and the nursery's cancel scope is the task's: ``tasks/cancel`` cancels it, and its
+deadline is the task's TTL. A task is registered before its record is stored, so a
+``tasks/cancel`` that arrives before the task first runs finds it, and the work never
+starts. ``tasks/cancel`` commits ``cancelled`` first and only then cancels that scope (so
 a late result cannot resurrect it). A tool that needs input parks on one memory channel per key;
 ``tasks/update`` delivers into them. Every task runs behind an error boundary: nothing a tool
 does, and no store failure, reaches the runner nursery or another task.
@@ -56,18 +57,32 @@ RESETTLE_SECONDS = 5.0  # how often outcomes the store refused are offered to it
 
 @dataclass(eq=False, slots=True)
 class _Live:
-    """The trio side of one task; never stored. Its scope exists before its record does.
+    """The trio side of one task; never stored. It exists before the task's record does.
 
-    The scope's deadline is the task's TTL, so ``cancelled`` tells a client's
-    ``tasks/cancel`` from an expiry. ``done`` is made by the first ``tasks/cancel`` that
-    waits for the task's end: most tasks never need one.
+    ``scope`` is the task's nursery's cancel scope once the task runs (None until then);
+    its deadline is the task's TTL, so ``cancelled`` tells a client's ``tasks/cancel`` from
+    an expiry. ``done`` is made by the first ``tasks/cancel`` that waits for the task's
+    end: most tasks never need one.
     """
 
     answered: dict[str, Any]  # answers the creating request already carried (T§6.2)
-    scope: trio.CancelScope
+    deadline: float  # the TTL, on trio's clock
+    scope: trio.CancelScope | None = None
     parked: dict[str, trio.MemorySendChannel[Any]] = field(default_factory=dict)
     cancelled: bool = False
     done: trio.Event | None = None
+
+    def cancel(self) -> None:
+        """Cancel the task: at once if it runs, at its start if it has not run yet."""
+        self.cancelled = True
+        if self.scope is not None:
+            self.scope.cancel()
+
+    @property
+    def expired(self) -> bool:
+        """The TTL ended the task (its nursery also cancels itself when a child fails)."""
+        caught = self.scope is not None and self.scope.cancelled_caught
+        return caught and trio.current_time() >= self.deadline
 
 
 @final
@@ -169,8 +184,8 @@ class TaskRunner:
     ) -> None:
         """Store ``record`` and start ``work`` for it, or raise and store nothing.
 
-        The task's cancel scope is registered before the record is stored; once the store
-        has it, the task is spawned into the runner nursery with no checkpoint in between.
+        The task is registered (and can be cancelled) before the record is stored; once the
+        store has it, the task is spawned into the runner nursery with no checkpoint in between.
         Storing and spawning happen under a shield, together: a creating request cancelled
         half-way (its client went away) can neither leave a record with no work behind it
         nor work with no record. A refusal (capacity, a store error) raises here.
@@ -182,7 +197,7 @@ class TaskRunner:
         if record.owner != self.worker_id:
             record = replace(record, owner=self.worker_id)
         nursery = self.nursery
-        live = _Live(dict(answered or {}), trio.CancelScope(deadline=self._deadline(record)))
+        live = _Live(dict(answered or {}), self._deadline(record))
         self._live[record.task_id] = live
         task = (record, work, live)
         with trio.CancelScope(shield=True):
@@ -212,20 +227,14 @@ class TaskRunner:
         span = self._span(record)
         outcome: TaskEvent = Stopped()  # what stands if the runner itself is cancelled
         try:
-            # tasks/cancel cancels this scope, after committing "cancelled"; its deadline
-            # is the TTL, so nothing else ends it
-            with live.scope:
-                # cancelled before the work began: this checkpoint raises, and the work
-                # never starts (the scope catches its own cancellation)
-                await trio.lowlevel.checkpoint_if_cancelled()
-                if span is None:
-                    outcome = await self._attempt(record, work)
-                else:
-                    with span.current():
-                        outcome = await self._attempt(record, work)
+            if span is None:
+                outcome = await self._attempt(record, work, live)
+            else:
+                with span.current():
+                    outcome = await self._attempt(record, work, live)
             if live.cancelled:  # a client's cancel is honoured, whatever came after
                 outcome = CancelRequested()
-            elif live.scope.cancelled_caught:
+            elif live.expired:
                 outcome = Expired()
         finally:
             for send in live.parked.values():  # release any channel still parked
@@ -290,22 +299,32 @@ class TaskRunner:
         left_ms = record.created_ms + record.ttl_ms - self.now_ms()
         return trio.current_time() + left_ms / 1000
 
-    async def _attempt(self, record: TaskRecord, work: Work) -> TaskEvent:
+    async def _attempt(self, record: TaskRecord, work: Work, live: _Live) -> TaskEvent:
         """Run the work in the task's own nursery; its outcome, whatever it raised.
 
-        A protocol error fails the task with that error inlined; any other error (also from
-        a child, or in a group with the task's cancellation) is logged and fails it without
-        detail (T§5.1). Cancellation propagates to the scope that asked for it.
+        The nursery's cancel scope is the task's: ``tasks/cancel`` and the TTL (its
+        deadline) end the work there, and the scope catches its own cancellation (the
+        caller reads ``live`` for why). A protocol error fails the task with that error
+        inlined; any other error (also from a child, or in a group with the task's
+        cancellation) is logged and fails it without detail (T§5.1). Any other cancellation
+        (the runner's) propagates.
         """
+        result: Mapping[str, Any] | None = None
         try:
             async with trio.open_nursery() as nursery:
-                handle = TaskHandle(self, record.task_id, nursery)
-                result = await work(handle)
-            return Completed(dict(result))
+                live.scope = scope = nursery.cancel_scope
+                scope.deadline = live.deadline
+                if live.cancelled or trio.current_time() >= live.deadline:
+                    scope.cancel()  # cancelled, or expired, before it first ran: no work
+                await trio.lowlevel.checkpoint_if_cancelled()
+                result = await work(TaskHandle(self, record.task_id, nursery))
         except BaseException as exc:
             error = protocol_error(exc, f"task {record.task_id}", log=logger)
             await trio.lowlevel.checkpoint()
             return Failed(error.to_error())
+        if result is None:  # its own scope caught its cancellation
+            return Stopped()
+        return Completed(dict(result))
 
     def provider(self, task_id: str) -> Provider:
         """What answers ``Context.input`` inside task ``task_id`` (see ``provide``); a
@@ -437,8 +456,7 @@ class TaskRunner:
         """
         live = self._live.get(task_id)
         if live is not None:
-            live.cancelled = True
-            live.scope.cancel()
+            live.cancel()
             if live.done is None:
                 live.done = trio.Event()
             with trio.move_on_after(CANCEL_WAIT_SECONDS):
