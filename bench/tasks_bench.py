@@ -219,10 +219,9 @@ async def opcodes(server: Server, runtime: Runtime, ops: int) -> None:
         sys.settrace(None)
         return count / ops
 
-    async def shape() -> None:  # the runner's: one scope (the TTL its deadline), a nursery
-        with trio.CancelScope(deadline=trio.current_time() + 3600):
-            async with trio.open_nursery():
-                pass
+    async def shape() -> None:  # the runner's: a nursery, the TTL its scope's deadline
+        async with trio.open_nursery() as nursery:
+            nursery.cancel_scope.deadline = trio.current_time() + 3600
 
     async def spawn(nursery: trio.Nursery) -> None:
         nursery.start_soon(shape)
@@ -236,7 +235,7 @@ async def opcodes(server: Server, runtime: Runtime, ops: int) -> None:
     async with trio.open_nursery() as nursery:
         rows.append(
             (
-                "trio alone: spawn, scope with deadline, nursery",
+                "trio alone: spawn, nursery, deadline",
                 await per_op(partial(spawn, nursery)),
             )
         )
@@ -246,18 +245,18 @@ async def opcodes(server: Server, runtime: Runtime, ops: int) -> None:
 
 
 async def trio_floor(count: int) -> float:
-    """Bytes/task of the runner's trio shape alone (``TaskRunner.launch``, ``_run`` and
-    ``_attempt``): a spawned task, its cancel scope (the TTL its deadline), its nursery, one
-    channel, and the tool's frame parked on it. What presa adds is the rest of a parked task."""
+    """Bytes/task of the runner's trio shape alone (``TaskRunner.launch`` and ``_attempt``):
+    a spawned task, its nursery (the TTL its cancel scope's deadline), one channel, and the
+    tool's frame parked on it. What presa adds is the rest of a parked task."""
 
     async def tool(receive: trio.MemoryReceiveChannel[Any]) -> Any:
         return await receive.receive()
 
     async def task() -> None:
         _send, receive = trio.open_memory_channel[Any](1)  # _send stays alive in this frame
-        with trio.CancelScope(deadline=trio.current_time() + 3600):
-            async with trio.open_nursery():
-                await tool(receive)
+        async with trio.open_nursery() as nursery:
+            nursery.cancel_scope.deadline = trio.current_time() + 3600
+            await tool(receive)
 
     async with trio.open_nursery() as nursery:
         gc.collect()
