@@ -182,6 +182,25 @@ async def test_an_error_in_a_child_fails_only_its_task(
     assert runner.live_count == 1
 
 
+async def test_work_that_cancels_its_own_nursery_fails_its_task(
+    runner: TaskRunner, mock_clock: trio.testing.MockClock
+) -> None:
+    async def gives_up(handle: TaskHandle) -> Mapping[str, Any]:
+        handle.nursery.cancel_scope.cancel()
+        await trio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    await launch(runner, "t", gives_up)
+    await trio.testing.wait_all_tasks_blocked()
+    failed = await runner.store.get("t")
+    assert failed is not None and failed.status is Status.FAILED
+    assert failed.error == {
+        "code": -32603,
+        "message": "Task work was cancelled before it finished",
+    }
+    assert runner.live_count == 0
+
+
 class BreakableStore:
     """Wraps a memory store; once ``broken``, every compare-and-set raises."""
 

@@ -24,7 +24,7 @@ from typing import Any, final
 import trio
 
 from ...backends import Backend
-from ...errors import ServiceUnavailable
+from ...errors import InternalError, ServiceUnavailable
 from ...extensions import SpanHandle, Tracing, error_boundary, protocol_error
 from ._states import (
     CancelRequested,
@@ -322,8 +322,9 @@ class TaskRunner:
             error = protocol_error(exc, f"task {record.task_id}", log=logger)
             await trio.lowlevel.checkpoint()
             return Failed(error.to_error())
-        if result is None:  # its own scope caught its cancellation
-            return Stopped()
+        if result is None:  # its scope caught a cancellation: tasks/cancel or the TTL (the
+            # caller tells which), or the work cancelled its own nursery
+            return Failed(InternalError("Task work was cancelled before it finished").to_error())
         return Completed(dict(result))
 
     def provider(self, task_id: str) -> Provider:
