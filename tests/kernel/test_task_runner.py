@@ -343,15 +343,22 @@ async def test_a_task_is_registered_before_its_record_is_stored(
     await runner.cancel("t")
 
 
-async def test_a_cancel_before_the_task_first_runs_means_its_work_never_starts(
-    runner: TaskRunner, mock_clock: trio.testing.MockClock
-) -> None:
+def _recorded() -> tuple[list[str], Any]:
+    """Work that records that it started (and then completes at once)."""
     started: list[str] = []
 
     async def work(handle: TaskHandle) -> Mapping[str, Any]:
         started.append(handle.task_id)
+        await trio.lowlevel.checkpoint()
         return {"content": []}
 
+    return started, work
+
+
+async def test_a_cancel_before_the_task_first_runs_means_its_work_never_starts(
+    runner: TaskRunner, mock_clock: trio.testing.MockClock
+) -> None:
+    started, work = _recorded()
     await launch(runner, "t", work)  # spawned; it runs at the next checkpoint at the earliest
     await runner.cancel("t")  # marks it cancelled before its first checkpoint
     assert started == []
@@ -363,18 +370,13 @@ async def test_a_cancel_before_the_task_first_runs_means_its_work_never_starts(
 async def test_a_ttl_over_before_the_task_first_runs_expires_it_unstarted(
     runner: TaskRunner, mock_clock: trio.testing.MockClock
 ) -> None:
-    started: list[str] = []
-
-    async def work(handle: TaskHandle) -> Mapping[str, Any]:
-        started.append(handle.task_id)
-        return {"content": []}
-
+    started, work = _recorded()
     await launch(runner, "t", work, ttl_ms=0)
     await trio.testing.wait_all_tasks_blocked()
     assert started == []
     expired = await runner.store.get("t")
     assert expired is not None and expired.status is Status.FAILED
-    assert expired.error is not None and expired.error["code"] == -32603
+    assert expired.error == {"code": -32603, "message": "Task expired before it finished"}
     assert runner.live_count == 0
 
 
