@@ -5,10 +5,11 @@ One runner nursery, owned by the run's tasks service, holds every task. A task i
 nursery, and the nursery's cancel scope is the task's: ``tasks/cancel`` cancels it, and its
 deadline is the task's TTL. A task is registered before its record is stored, so a
 ``tasks/cancel`` that arrives before the task first runs finds it, and the work never
-starts. ``tasks/cancel`` commits ``cancelled`` first and only then cancels that scope (so
-a late result cannot resurrect it). A tool that needs input parks on one memory channel per key;
-``tasks/update`` delivers into them. Every task runs behind an error boundary: nothing a tool
-does, and no store failure, reaches the runner nursery or another task.
+starts. ``tasks/cancel`` marks the task cancelled before it cancels that scope, so whatever
+the work does after (a late result, say) is recorded as ``cancelled``. A tool that needs
+input parks on one memory channel per key; ``tasks/update`` delivers into them. Every task
+runs behind an error boundary: nothing a tool does, and no store failure, reaches the
+runner nursery or another task.
 """
 
 from __future__ import annotations
