@@ -18,7 +18,7 @@ from typing import Any
 import trio
 
 from ._context import Context
-from ._extensions import CallNext
+from ._extensions import CallNext, Extension
 from ._listen import listen
 from ._registry import Tool
 from ._routes import Route
@@ -93,9 +93,9 @@ async def _traced_call(
         return result
 
 
-def _through(extension: Any, call_next: CallNext) -> CallNext:
+def _through(extension: Extension, call_next: CallNext) -> CallNext:
     def call(ctx: Context, tool: Tool, arguments: Mapping[str, Any]) -> Awaitable[dict[str, Any]]:
-        return extension.call_tool(ctx, tool, arguments, call_next)  # type: ignore[no-any-return]
+        return extension.call_tool(ctx, tool, arguments, call_next)
 
     return call
 
