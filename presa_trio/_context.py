@@ -232,9 +232,9 @@ class Context:
         """True when this request's client declared what ``request`` needs (wire §10.5)."""
         return can_ask(self.meta.client_capabilities, request)
 
-    async def input(
+    def input(
         self, requests: InputRequests, *, state: Mapping[str, Any] | None = None
-    ) -> dict[str, Any]:
+    ) -> Awaitable[dict[str, Any]]:
         """The client's answers to ``requests``, however this handler is running.
 
         In an ordinary request, answers the retry brought are returned (each checked against
@@ -252,8 +252,15 @@ class Context:
         if self._provide is not None:
             # A task asks through tasks/get, but the rule is the same: never ask a client
             # for what it did not declare (wire §10.5). The task fails with -32021 inlined.
+            # Handing on the provider's coroutine leaves no frame of this call parked.
             check_askable(self.meta.client_capabilities, requests)
-            return await self._provide(self, requests)
+            return self._provide(self, requests)
+        return self._from_retry(requests, state)
+
+    async def _from_retry(
+        self, requests: InputRequests, state: Mapping[str, Any] | None
+    ) -> dict[str, Any]:
+        """``input`` in an ordinary request: the retry's answers, or the end of this round."""
         await trio.lowlevel.checkpoint()
         found = {k: self.input_responses[k] for k in requests if k in self.input_responses}
         check_responses(self.schemas, requests, found)

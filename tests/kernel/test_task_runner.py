@@ -9,7 +9,7 @@ import pytest
 import trio
 import trio.testing
 
-from presa_trio.errors import ServiceUnavailable
+from presa_trio.errors import InternalError, ServiceUnavailable
 from presa_trio.ext.tasks import Limits, MemoryTaskStore, Status, TaskRecord
 from presa_trio.ext.tasks._runner import TaskHandle, TaskRunner
 
@@ -199,6 +199,40 @@ async def test_work_that_cancels_its_own_nursery_fails_its_task(
         "message": "Task work was cancelled before it finished",
     }
     assert runner.live_count == 0
+
+
+async def test_a_result_its_check_refuses_fails_the_task_with_that_error(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    seen: list[Mapping[str, Any]] = []
+
+    def check(result: Mapping[str, Any]) -> None:
+        seen.append(result)
+        if result.get("big"):
+            raise InternalError("Task result is larger than 10 bytes")
+
+    runner = TaskRunner(MemoryTaskStore(), lambda: int(trio.current_time() * 1000), check=check)
+
+    async def answers(handle: TaskHandle) -> Mapping[str, Any]:
+        await trio.lowlevel.checkpoint()
+        return {"content": [], "big": handle.task_id == "big"}
+
+    async with trio.open_nursery() as nursery:
+        await nursery.start(runner.serve)
+        await launch(runner, "big", answers)
+        await launch(runner, "small", answers)
+        await trio.testing.wait_all_tasks_blocked()
+        big, small = await runner.store.get("big"), await runner.store.get("small")
+        nursery.cancel_scope.cancel()
+    # the two ran in either order (trio's scheduler may reverse a batch); each was checked once
+    assert sorted(seen, key=lambda result: result["big"]) == [
+        {"content": [], "big": False},
+        {"content": [], "big": True},
+    ]
+    assert big is not None and big.status is Status.FAILED and big.result is None
+    assert big.error == {"code": -32603, "message": "Task result is larger than 10 bytes"}
+    assert small is not None and small.status is Status.COMPLETED
+    assert small.result == {"content": [], "big": False}
 
 
 class BreakableStore:

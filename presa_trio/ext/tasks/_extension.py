@@ -9,11 +9,12 @@ and the run's store. It imports only public presa_trio modules.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import secrets
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, final
 
@@ -32,7 +33,7 @@ from ...extensions import (
     error_result,
 )
 from . import _wire
-from ._runner import TaskHandle, TaskRunner
+from ._runner import TaskHandle, TaskRunner, Work
 from ._sql_store import SqlTaskStore
 from ._states import Failed, Status, TaskRecord
 from ._store import Limits, MemoryTaskStore, TaskStore
@@ -155,7 +156,9 @@ class TasksExtension(Extension):
                 value=record.task_id,
             )
 
-        runner = TaskRunner(store, self.now_ms, publish, backend, context.tracing)
+        runner = TaskRunner(
+            store, self.now_ms, publish, backend, context.tracing, check=self._check_finished
+        )
         async with trio.open_nursery() as nursery:
             await nursery.start(runner.serve)
             if isinstance(store, SqlTaskStore) and isinstance(backend, SharedBackend):
@@ -232,7 +235,7 @@ class TasksExtension(Extension):
         if run.context.draining.is_set():
             raise ServiceUnavailable("Server is shutting down; no new tasks are accepted")
         record = self._new_record(ctx, tool, run.runner.worker_id)
-        detached = ctx.detached(run.runner.provider(record.task_id))
+        detached = ctx.detached(run.runner.provider())
         detached.extras["task_id"] = record.task_id
         work = self._work(detached, tool, arguments, call_next)
         # Only answers to a round the server issued (a verified requestState) seed the task:
@@ -273,24 +276,21 @@ class TasksExtension(Extension):
 
     def _work(
         self, detached: Context, tool: Tool, arguments: Mapping[str, Any], call_next: CallNext
-    ) -> Callable[[TaskHandle], Any]:
+    ) -> Work:
         """The detached call: same client facts, no way back to the creating request (T§5.3).
 
         Only the detached context is kept (``Context.detached``), never the creating
         request's: a parked task must not keep that request's responder, headers or stream
-        alive.
+        alive. The runner awaits the tool's own coroutine (no frame of ours stays parked
+        with it) and hands the result to ``_check_finished``.
         """
-        arguments = dict(arguments)
-        limit = self.max_result_bytes
+        return functools.partial(_call_detached, call_next, detached, tool, dict(arguments))
 
-        async def work(handle: TaskHandle) -> Mapping[str, Any]:
-            result = await call_next(detached, tool, arguments)
-            if result.get("resultType", "complete") != "complete":
-                raise InternalError("Task work ended without a complete result")
-            _check_result(result, limit)
-            return result
-
-        return work
+    def _check_finished(self, result: Mapping[str, Any]) -> None:
+        """A task's work ended: its result must be a complete result the store can keep."""
+        if result.get("resultType", "complete") != "complete":
+            raise InternalError("Task work ended without a complete result")
+        _check_result(result, self.max_result_bytes)
 
     # ------------------------------------------------------------------ tasks/* methods
 
@@ -367,6 +367,17 @@ def _store_for(backend: Backend) -> TaskStore:
     if isinstance(backend, SharedBackend):
         return SqlTaskStore(backend.db)
     return MemoryTaskStore()
+
+
+def _call_detached(
+    call_next: CallNext,
+    ctx: Context,
+    tool: Tool,
+    arguments: Mapping[str, Any],
+    handle: TaskHandle,
+) -> Awaitable[Mapping[str, Any]]:
+    """A task's work: the tool call's own coroutine, on the detached context."""
+    return call_next(ctx, tool, arguments)
 
 
 def _check_result(result: Mapping[str, Any], limit: int) -> None:

@@ -15,7 +15,6 @@ runner nursery or another task.
 from __future__ import annotations
 
 import contextlib
-import functools
 import logging
 import math
 from collections.abc import Awaitable, Callable, Mapping
@@ -117,8 +116,11 @@ class TaskRunner:
         publish: Publish | None = None,
         backend: Backend | None = None,
         tracing: Tracing | None = None,
+        check: Callable[[Mapping[str, Any]], None] | None = None,
     ) -> None:
         self.store = store
+        # Sees each result the work returns before it is recorded; raising fails the task.
+        self.check = check
         self.tracing = tracing  # None: no task spans
         self.now_ms = now_ms
         self.publish = publish
@@ -319,6 +321,8 @@ class TaskRunner:
                     scope.cancel()  # cancelled, or expired, before it first ran: no work
                 await trio.lowlevel.checkpoint_if_cancelled()
                 result = await work(TaskHandle(self, record.task_id, nursery))
+                if self.check is not None:
+                    self.check(result)
         except BaseException as exc:
             error = protocol_error(exc, f"task {record.task_id}", log=logger)
             await trio.lowlevel.checkpoint()
@@ -328,10 +332,17 @@ class TaskRunner:
             return Failed(InternalError("Task work was cancelled before it finished").to_error())
         return Completed(dict(result))
 
-    def provider(self, task_id: str) -> Provider:
-        """What answers ``Context.input`` inside task ``task_id`` (see ``provide``); a
-        detached context built with it keeps nothing of the creating request alive."""
-        return functools.partial(self.provide, task_id)
+    def provider(self) -> Provider:
+        """What answers ``Context.input`` in a task's detached context (see ``provide``).
+
+        The context names its task (``extras["task_id"]``), so one method serves every task:
+        a parked task holds no provider of its own, and nothing of the creating request."""
+        return self._provide_named
+
+    def _provide_named(
+        self, ctx: Any, requests: Mapping[str, Mapping[str, Any]]
+    ) -> Awaitable[dict[str, Any]]:
+        return self.provide(ctx.extras["task_id"], ctx, requests)
 
     async def provide(
         self, task_id: str, ctx: Any, requests: Mapping[str, Mapping[str, Any]]
