@@ -272,21 +272,28 @@ class Context:
 
     # ------------------------------------------------------------------ detaching
 
-    def detached(self, provide: InputProvider) -> Context:
+    def detached(
+        self, provide: InputProvider, *, meta: tuple[Any, RequestMeta] | None = None
+    ) -> Context:
         """A context for work that outlives this request (a task, SEP-2663 §5.3).
 
         Same client facts and the same run; no way back to the request: notifications go
         nowhere, and ``input`` is answered by ``provide`` instead of an MRTR round. It keeps
-        nothing of the request's responder, headers or MRTR round alive.
+        nothing of the request's responder, headers or MRTR round alive. ``meta``, when
+        given, is an equal ``_meta`` and what was read from it, to keep instead of this
+        request's own (many tasks of one client can share one).
         """
         params = {
             k: v for k, v in self.params.items() if k not in ("inputResponses", "requestState")
         }
+        request_meta = self.meta
+        if meta is not None:
+            params["_meta"], request_meta = meta
         other = Context(
             self.request_id,
             self.method,
             params,
-            self.meta,
+            request_meta,
             runtime=self.runtime,
             schemas=self.schemas,
             principal_of=self._principal_of,

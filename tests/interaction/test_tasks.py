@@ -35,6 +35,7 @@ class World:
         self.log: list[str] = []
         self.entered = trio.Event()
         self.release = trio.Event()
+        self.contexts: list[Context] = []
 
 
 def build(world: World, clock: FakeClock, **options: Any) -> tuple[Server, TasksExtension]:
@@ -60,6 +61,13 @@ def build(world: World, clock: FakeClock, **options: Any) -> tuple[Server, Tasks
             answer = await ctx.input({key: elicit(f"{key}?", {"v": {"type": "string"}})})
             got.append(answer[key]["content"]["v"])
         return ",".join(got)
+
+    @server.tool(options={"tasks": "optional"})
+    async def remembers(ctx: Context) -> str:
+        """Keeps its context for the test to look at."""
+        await trio.lowlevel.checkpoint()
+        world.contexts.append(ctx)
+        return "remembered"
 
     @server.tool(options={"tasks": "optional"})
     async def chatty(ctx: Context) -> str:
@@ -255,6 +263,25 @@ async def test_a_parked_task_holds_no_frame_of_the_call_chain(
         "TaskRunner.provide",
     ]  # then trio's own, down to the channel's receive
     await client.request("tasks/cancel", {"taskId": task_id})
+
+
+async def test_tasks_of_one_client_share_its_meta_and_keep_their_own_params(
+    env: tuple[Client, TasksExtension], world: World
+) -> None:
+    client, _ = env
+    for _ in range(2):
+        await settle(client, await create(client, "remembers"))
+    other = await client.call_tool("remembers", {}, meta={"progressToken": "p"})
+    await settle(client, other["taskId"])
+    first, second, third = world.contexts
+    sent = client.message("tools/call", {})["params"]["_meta"]
+    assert first.params["_meta"] == sent and first.meta.client_info == client.client_info
+    assert second.params["_meta"] is first.params["_meta"] and second.meta is first.meta
+    assert third.params["_meta"] == {**sent, "progressToken": "p"}
+    assert third.params["_meta"] is not first.params["_meta"]
+    assert third.meta.progress_token == "p" and first.meta.progress_token is None
+    assert first.params is not second.params and first.params["name"] == "remembers"
+    assert tasks_of(client).metas.share(dict(sent), first.meta)[0] is first.params["_meta"]
 
 
 async def test_terminal_cancel_is_acked_and_changes_nothing(

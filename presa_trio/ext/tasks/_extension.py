@@ -34,6 +34,7 @@ from ...extensions import (
 )
 from . import _wire
 from ._runner import TaskHandle, TaskRunner, Work
+from ._shared_meta import SharedMetas
 from ._sql_store import SqlTaskStore
 from ._states import Failed, Status, TaskRecord
 from ._store import Limits, MemoryTaskStore, TaskStore
@@ -70,6 +71,7 @@ class _Run:
     context: ExtensionContext
     store: TaskStore
     runner: TaskRunner
+    metas: SharedMetas  # the creating requests' _meta, one copy of each for all tasks
 
 
 @final
@@ -163,7 +165,7 @@ class TasksExtension(Extension):
             await nursery.start(runner.serve)
             if isinstance(store, SqlTaskStore) and isinstance(backend, SharedBackend):
                 nursery.start_soon(self._reap_orphans, store, runner, backend)
-            task_status.started(_Run(context, store, runner))
+            task_status.started(_Run(context, store, runner, SharedMetas()))
             while True:
                 await trio.sleep(self.reap_interval)
                 with error_boundary("the task reaper", logger), _store_down_is_logged():
@@ -235,7 +237,8 @@ class TasksExtension(Extension):
         if run.context.draining.is_set():
             raise ServiceUnavailable("Server is shutting down; no new tasks are accepted")
         record = self._new_record(ctx, tool, run.runner.worker_id)
-        detached = ctx.detached(run.runner.provider())
+        meta = run.metas.share(ctx.params.get("_meta"), ctx.meta)
+        detached = ctx.detached(run.runner.provider(), meta=meta)
         detached.extras["task_id"] = record.task_id
         work = self._work(detached, tool, arguments, call_next)
         # Only answers to a round the server issued (a verified requestState) seed the task:
