@@ -148,12 +148,13 @@ class Tool:
     async def call(self, ctx: Context, arguments: Mapping[str, Any]) -> dict[str, Any]:
         """Run the tool; a tool's own failure becomes ``isError: true`` (never a traceback)."""
         try:
-            kwargs = self.bind(arguments)
+            # the call's coroutine, not the bound arguments, is what this frame keeps
+            running = self.signature.call(ctx, self.bind(arguments), thread=self.thread)
         except ArgumentError as exc:
             await trio.lowlevel.checkpoint()
             return error_result("Invalid arguments: " + "; ".join(exc.problems))
         try:
-            value = await self.signature.call(ctx, kwargs, thread=self.thread)
+            value = await running
         except ToolError as exc:
             await trio.lowlevel.checkpoint()
             return error_result(str(exc) or f"Tool {self.name} failed")

@@ -235,14 +235,18 @@ async def test_cancelling_a_parked_task_releases_its_channel(
     )  # every task ended: the runner holds none
 
 
-def _frames(coro: Any) -> list[str]:
-    """The functions a suspended task is inside, outermost first."""
-    names = []
+def _suspended(coro: Any) -> dict[str, Any]:
+    """The frames a suspended task is inside (by function), outermost first."""
+    frames = {}
     while coro is not None:
-        code = getattr(coro, "cr_code", None) or coro.gi_code
-        names.append(code.co_qualname)
+        frame = getattr(coro, "cr_frame", None) or coro.gi_frame
+        frames[frame.f_code.co_qualname] = frame
         coro = getattr(coro, "cr_await", None) or getattr(coro, "gi_yieldfrom", None)
-    return names
+    return frames
+
+
+def _frames(coro: Any) -> list[str]:
+    return list(_suspended(coro))
 
 
 async def test_a_parked_task_holds_no_frame_of_the_call_chain(
@@ -262,6 +266,8 @@ async def test_a_parked_task_holds_no_frame_of_the_call_chain(
         "build.<locals>.ask",
         "TaskRunner.provide",
     ]  # then trio's own, down to the channel's receive
+    call = _suspended(task.coro)["Tool.call"].f_locals
+    assert sorted(call) == ["arguments", "ctx", "running", "self"]  # not the bound kwargs
     await client.request("tasks/cancel", {"taskId": task_id})
 
 

@@ -19,6 +19,7 @@ import logging
 import math
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 from typing import Any, final
 
 import trio
@@ -53,6 +54,7 @@ DELIVER_TOPIC = "tasks.deliver"  # ... or to deliver answers to a task parked he
 COMMIT_SECONDS = 5.0  # bound on recording a task's outcome (shielded, all attempts)
 COMMIT_RETRY_SECONDS = (0.05, 0.25, 1.0)  # pauses between attempts when the store fails
 RESETTLE_SECONDS = 5.0  # how often outcomes the store refused are offered to it again
+_NO_ANSWERS: Mapping[str, Any] = MappingProxyType({})  # what most tasks start with
 
 
 @dataclass(eq=False, slots=True)
@@ -65,7 +67,7 @@ class _Live:
     end: most tasks never need one.
     """
 
-    answered: dict[str, Any]  # answers the creating request already carried (T§6.2)
+    answered: Mapping[str, Any]  # answers the creating request already carried (T§6.2)
     deadline: float  # the TTL, on trio's clock
     scope: trio.CancelScope | None = None
     parked: dict[str, trio.MemorySendChannel[Any]] = field(default_factory=dict)
@@ -200,7 +202,7 @@ class TaskRunner:
         if record.owner != self.worker_id:
             record = replace(record, owner=self.worker_id)
         nursery = self.nursery
-        live = _Live(dict(answered or {}), self._deadline(record))
+        live = _Live(dict(answered) if answered else _NO_ANSWERS, self._deadline(record))
         self._live[record.task_id] = live
         task = (record, work, live)
         with trio.CancelScope(shield=True):
@@ -358,17 +360,17 @@ class TaskRunner:
         if not missing:
             await trio.lowlevel.checkpoint()
             return found
-        receivers: dict[str, trio.MemoryReceiveChannel[Any]] = {}
+        receivers: list[tuple[str, trio.MemoryReceiveChannel[Any]]] = []
         for key in missing:
             send, receive = trio.open_memory_channel[Any](1)
             live.parked[key] = send
-            receivers[key] = receive
+            receivers.append((key, receive))
         try:
             await self.commit(task_id, InputRequested(missing))
-            for key, receive in receivers.items():
+            for key, receive in receivers:
                 found[key] = await receive.receive()
         finally:
-            for key, receive in receivers.items():
+            for key, receive in receivers:
                 receive.close()
                 live.parked.pop(key, None)
         return found

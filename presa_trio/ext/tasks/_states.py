@@ -154,7 +154,10 @@ def apply(task: TaskRecord, event: TaskEvent, now_ms: int) -> TaskRecord:
             raise KeyReused(f"input key(s) already used in this task: {sorted(reused)}")
         if not event.requests:
             return task
-        pending = {**task.input_requests, **event.requests}
+        # the event's own requests when nothing else is pending (an event is never changed)
+        pending = (
+            {**task.input_requests, **event.requests} if task.input_requests else event.requests
+        )
         return _move(
             task,
             Status.INPUT_REQUIRED,
