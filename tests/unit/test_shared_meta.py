@@ -59,3 +59,12 @@ def test_a_meta_orjson_cannot_write_is_not_shared() -> None:
     kept, _ = share(metas, raw)
     assert kept is raw and len(metas) == 0
     assert share(metas, meta_of(big=2**70))[0] is not raw
+
+
+def test_a_large_meta_is_not_kept_by_the_table() -> None:
+    metas = SharedMetas(max_bytes=300)
+    small, large = meta_of(note="x" * 10), meta_of(note="x" * 300)
+    assert share(metas, small)[0] is small and len(metas) == 1
+    kept, kept_read = share(metas, large)
+    assert kept is large and kept_read.client_info == {"name": "c", "version": "1"}
+    assert len(metas) == 1 and share(metas, meta_of(note="x" * 300))[0] is not large

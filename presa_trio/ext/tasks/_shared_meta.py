@@ -14,16 +14,18 @@ from typing import Any, final
 import orjson
 
 LIMIT = 256  # distinct values kept; past it the oldest is forgotten (its tasks keep theirs)
+MAX_BYTES = 4096  # a larger _meta stays with its own tasks; the table keeps a few MB at most
 
 
 @final
 class SharedMetas:
     """The ``_meta`` values of one run's task-creating requests, each kept once."""
 
-    __slots__ = ("_by_value", "_limit")
+    __slots__ = ("_by_value", "_limit", "_max_bytes")
 
-    def __init__(self, limit: int = LIMIT) -> None:
+    def __init__(self, limit: int = LIMIT, max_bytes: int = MAX_BYTES) -> None:
         self._limit = limit
+        self._max_bytes = max_bytes
         self._by_value: dict[bytes, tuple[Any, Any]] = {}
 
     def share(self, raw: Any, meta: Any) -> tuple[Any, Any]:
@@ -31,12 +33,15 @@ class SharedMetas:
         context's ``meta``), or the pair an earlier request with an equal ``_meta`` left, to
         be kept instead. Handlers read ``ctx.params`` (a ``Mapping``); they never write it.
 
-        Equal means equal as JSON, whatever the order of keys; a value orjson cannot write
-        (an integer beyond 64 bits) is not shared.
+        Equal means equal as JSON, whatever the order of keys. A value orjson cannot write
+        (an integer beyond 64 bits) is not shared, nor one larger than ``max_bytes``: the
+        table outlives the tasks, so what it keeps stays small whatever clients send.
         """
         try:
             key = orjson.dumps(raw, option=orjson.OPT_SORT_KEYS)
         except orjson.JSONEncodeError:
+            return raw, meta
+        if len(key) > self._max_bytes:
             return raw, meta
         kept = self._by_value.get(key)
         if kept is None:
