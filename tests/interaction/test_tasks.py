@@ -63,6 +63,13 @@ def build(world: World, clock: FakeClock, **options: Any) -> tuple[Server, Tasks
         return ",".join(got)
 
     @server.tool(options={"tasks": "optional"})
+    async def meddles(ctx: Context, victim: str) -> str:
+        """Writes another task's id into its own extras, then asks."""
+        ctx.extras["task_id"] = victim
+        answer = await ctx.input({"m": elicit("m?", {"v": {"type": "string"}})})
+        return str(answer["m"]["content"]["v"])
+
+    @server.tool(options={"tasks": "optional"})
     async def remembers(ctx: Context) -> str:
         """Keeps its context for the test to look at."""
         await trio.lowlevel.checkpoint()
@@ -269,6 +276,22 @@ async def test_a_parked_task_holds_no_frame_of_the_call_chain(
     call = _suspended(task.coro)["Tool.call"].f_locals
     assert sorted(call) == ["arguments", "ctx", "running", "self"]  # not the bound kwargs
     await client.request("tasks/cancel", {"taskId": task_id})
+
+
+async def test_a_task_asks_for_itself_whatever_its_extras_say(
+    env: tuple[Client, TasksExtension],
+) -> None:
+    client, _ = env
+    victim = await create(client, "ask", {"keys": ["a"]})
+    meddler = await create(client, "meddles", {"victim": victim})
+    await trio.testing.wait_all_tasks_blocked()
+    assert list((await get(client, victim))["inputRequests"]) == ["a"]
+    assert list((await get(client, meddler))["inputRequests"]) == ["m"]
+    answer = {"m": {"action": "accept", "content": {"v": "mine"}}}
+    await client.request("tasks/update", {"taskId": meddler, "inputResponses": answer})
+    assert (await settle(client, meddler))["result"]["content"][0]["text"] == "mine"
+    assert (await get(client, victim))["status"] == "input_required"
+    await client.request("tasks/cancel", {"taskId": victim})
 
 
 async def test_tasks_of_one_client_share_its_meta_and_keep_their_own_params(

@@ -238,7 +238,7 @@ class TasksExtension(Extension):
             raise ServiceUnavailable("Server is shutting down; no new tasks are accepted")
         record = self._new_record(ctx, tool, run.runner.worker_id)
         meta = run.metas.share(ctx.params.get("_meta"), ctx.meta)
-        detached = ctx.detached(run.runner.provider(), meta=meta)
+        detached = ctx.detached(run.runner.provider(record.task_id), meta=meta)
         detached.extras["task_id"] = record.task_id
         work = self._work(detached, tool, arguments, call_next)
         # Only answers to a round the server issued (a verified requestState) seed the task:

@@ -108,6 +108,21 @@ class TaskHandle:
 
 
 @final
+class _TaskProvider:
+    """``TaskRunner.provide`` bound to one task: a parked task's detached context holds this
+    small object, and its call hands on ``provide``'s coroutine (no frame of its own)."""
+
+    __slots__ = ("_runner", "_task_id")
+
+    def __init__(self, runner: TaskRunner, task_id: str) -> None:
+        self._runner = runner
+        self._task_id = task_id
+
+    def __call__(self, ctx: Any, requests: Mapping[str, Mapping[str, Any]]) -> Awaitable[Any]:
+        return self._runner.provide(self._task_id, ctx, requests)
+
+
+@final
 class TaskRunner:
     """Runs task work in its own nursery; commits every state change through the store."""
 
@@ -334,17 +349,10 @@ class TaskRunner:
             return Failed(InternalError("Task work was cancelled before it finished").to_error())
         return Completed(dict(result))
 
-    def provider(self) -> Provider:
-        """What answers ``Context.input`` in a task's detached context (see ``provide``).
-
-        The context names its task (``extras["task_id"]``), so one method serves every task:
-        a parked task holds no provider of its own, and nothing of the creating request."""
-        return self._provide_named
-
-    def _provide_named(
-        self, ctx: Any, requests: Mapping[str, Mapping[str, Any]]
-    ) -> Awaitable[dict[str, Any]]:
-        return self.provide(ctx.extras["task_id"], ctx, requests)
+    def provider(self, task_id: str) -> Provider:
+        """What answers ``Context.input`` inside task ``task_id`` (see ``provide``); a
+        detached context built with it keeps nothing of the creating request alive."""
+        return _TaskProvider(self, task_id)
 
     async def provide(
         self, task_id: str, ctx: Any, requests: Mapping[str, Mapping[str, Any]]
