@@ -33,7 +33,7 @@ from ...extensions import (
     error_result,
 )
 from . import _wire
-from ._runner import TaskHandle, TaskRunner, Work
+from ._runner import TaskHandle, TaskRunner
 from ._shared_meta import SharedMetas
 from ._sql_store import SqlTaskStore
 from ._states import Failed, Status, TaskRecord
@@ -240,7 +240,7 @@ class TasksExtension(Extension):
         meta = run.metas.share(ctx.params.get("_meta"), ctx.meta)
         detached = ctx.detached(run.runner.provider(record.task_id), meta=meta)
         detached.extras["task_id"] = record.task_id
-        work = self._work(detached, tool, arguments, call_next)
+        work = functools.partial(_call_detached, call_next, detached, tool, dict(arguments))
         # Only answers to a round the server issued (a verified requestState) seed the task:
         # the MRTR phase and the task phase keep separate state (SEP-2663 §6).
         answered = ctx.input_responses if ctx.state is not None else {}
@@ -276,18 +276,6 @@ class TasksExtension(Extension):
             status_message="Task accepted",
             owner=owner,
         )
-
-    def _work(
-        self, detached: Context, tool: Tool, arguments: Mapping[str, Any], call_next: CallNext
-    ) -> Work:
-        """The detached call: same client facts, no way back to the creating request (T§5.3).
-
-        Only the detached context is kept (``Context.detached``), never the creating
-        request's: a parked task must not keep that request's responder, headers or stream
-        alive. The runner awaits the tool's own coroutine (no frame of ours stays parked
-        with it) and hands the result to ``_check_finished``.
-        """
-        return functools.partial(_call_detached, call_next, detached, tool, dict(arguments))
 
     def _check_finished(self, result: Mapping[str, Any]) -> None:
         """A task's work ended: its result must be a complete result the store can keep."""
@@ -379,7 +367,10 @@ def _call_detached(
     arguments: Mapping[str, Any],
     handle: TaskHandle,
 ) -> Awaitable[Mapping[str, Any]]:
-    """A task's work: the tool call's own coroutine, on the detached context."""
+    """A task's work: the tool call on its detached context (T§5.3), which keeps nothing of
+    the creating request's responder, headers or stream alive. The runner awaits the tool
+    call's own coroutine (no frame of ours stays parked with it) and hands the result to
+    ``TasksExtension._check_finished``."""
     return call_next(ctx, tool, arguments)
 
 

@@ -95,16 +95,13 @@ class TaskHandle:
     cancelled with it, and an error in one fails it.
     """
 
-    __slots__ = ("_runner", "nursery", "task_id")
+    __slots__ = ("nursery", "provide", "task_id")
 
     def __init__(self, runner: TaskRunner, task_id: str, nursery: trio.Nursery) -> None:
-        self._runner = runner
         self.task_id = task_id
         self.nursery = nursery
-
-    async def provide(self, ctx: Any, requests: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
-        """``Context.input`` inside this task (see ``TaskRunner.provider``)."""
-        return await self._runner.provide(self.task_id, ctx, requests)
+        # ``Context.input`` inside this task: ``await handle.provide(ctx, requests)``
+        self.provide = runner.provider(task_id)
 
 
 @final
@@ -118,7 +115,9 @@ class _TaskProvider:
         self._runner = runner
         self._task_id = task_id
 
-    def __call__(self, ctx: Any, requests: Mapping[str, Mapping[str, Any]]) -> Awaitable[Any]:
+    def __call__(
+        self, ctx: Any, requests: Mapping[str, Mapping[str, Any]]
+    ) -> Awaitable[dict[str, Any]]:
         return self._runner.provide(self._task_id, ctx, requests)
 
 
