@@ -15,7 +15,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import outcome
 import pytest
+import trio
 from postgres_cluster import Cluster
 from task_records import record
 
@@ -376,7 +378,7 @@ class LoseyStore:
 
 
 class LazyStore(LoseyStore):
-    """A broken store: ``get`` answers without a checkpoint."""
+    """A broken store: ``get`` answers even when its caller is cancelled."""
 
     async def compare_and_set(self, task: TaskRecord, expected_revision: int) -> bool:
         return await self.inner.compare_and_set(task, expected_revision)
@@ -385,9 +387,23 @@ class LazyStore(LoseyStore):
         return self.inner._tasks.get(task_id)
 
 
+class HastyStore(LoseyStore):
+    """A broken store: ``compare_and_set`` checks for cancellation but never yields."""
+
+    async def compare_and_set(self, task: TaskRecord, expected_revision: int) -> bool:
+        await trio.lowlevel.checkpoint_if_cancelled()
+        step = self.inner.compare_and_set(task, expected_revision)
+        step.send(None)  # the memory store's one checkpoint, answered here instead of by trio
+        try:
+            step.send(outcome.Value(None))
+        except StopIteration as done:
+            return bool(done.value)
+        raise AssertionError("the memory store's compare_and_set yielded twice")
+
+
 @pytest.mark.parametrize(
     ("broken", "rule"),
-    [(LoseyStore, "compare_and_set"), (LazyStore, "checkpoints")],
+    [(LoseyStore, "compare_and_set"), (LazyStore, "checkpoints"), (HastyStore, "checkpoints")],
 )
 async def test_check_task_store_catches_a_broken_store(broken: Any, rule: str) -> None:
     with pytest.raises(AssertionError, match=f"^{rule}: "):

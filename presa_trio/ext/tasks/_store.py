@@ -51,8 +51,12 @@ class TaskStore(Protocol):
 
     The contract, for every implementation:
 
-    - **Every method is a checkpoint** (it yields to trio once at least, even when the answer
-      is at hand), so callers are correct the day a store really waits.
+    - **Every write is a checkpoint** (``create``, ``compare_and_set`` and ``delete_expired``
+      yield to trio once at least, even when the answer is at hand), so callers are correct
+      the day a store really waits. **A read is a cancellation point**: ``get`` and ``count``
+      raise ``trio.Cancelled`` when their caller is cancelled, and may answer without
+      yielding when the answer is at hand (as a sync tool answers without yielding): a
+      ``tasks/get`` then costs no scheduler pass. A store that waits to read still may.
     - **Cancellation is all or nothing**: a call cancelled before its effect leaves the store
       unchanged; once the effect happened the call completes. Never half a record.
     - **Compare-and-set is atomic**: of several ``compare_and_set`` calls at the same revision,
@@ -81,8 +85,9 @@ class TaskStore(Protocol):
 class MemoryTaskStore:
     """The default store: a dict in this process. Tasks die with the process (or the run).
 
-    Each method checkpoints first and then acts without yielding, which is what makes it
-    atomic and all-or-nothing under cancellation.
+    Each write checkpoints first and then acts without yielding, which is what makes it
+    atomic and all-or-nothing under cancellation; each read checks for cancellation and
+    answers at once.
     """
 
     def __init__(self) -> None:
@@ -105,7 +110,7 @@ class MemoryTaskStore:
             self._active[task.principal] = active + 1
 
     async def get(self, task_id: str) -> TaskRecord | None:
-        await trio.lowlevel.checkpoint()
+        await trio.lowlevel.checkpoint_if_cancelled()
         return self._tasks.get(task_id)
 
     async def compare_and_set(self, task: TaskRecord, expected_revision: int) -> bool:
@@ -129,7 +134,7 @@ class MemoryTaskStore:
         return len(expired)
 
     async def count(self) -> int:
-        await trio.lowlevel.checkpoint()
+        await trio.lowlevel.checkpoint_if_cancelled()
         return len(self._tasks)
 
 

@@ -7,9 +7,10 @@ store and it runs every rule of the contract against it (see ``TaskStore``), rai
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 import trio
@@ -193,22 +194,27 @@ async def _expiry(store: TaskStore) -> None:
 
 
 async def _checkpoints(store: TaskStore) -> None:
-    """Every method is a checkpoint, even when the answer is at hand or it refuses."""
+    """Every write is a checkpoint, even when the answer is at hand or it refuses; every
+    read is a cancellation point (it may answer without yielding)."""
     record = _record("cp")
     with trio.testing.assert_checkpoints():
         await store.create(record, _UNLIMITED)
-    with trio.testing.assert_checkpoints():
-        await store.get("cp")
-    with trio.testing.assert_checkpoints():
-        await store.get("missing")
+    reads: dict[str, Callable[[], Awaitable[object]]] = {
+        "get of a stored id": partial(store.get, "cp"),
+        "get of an unknown id": partial(store.get, "missing"),
+        "count": store.count,
+    }
+    for name, read in reads.items():
+        with trio.CancelScope() as scope:
+            scope.cancel()
+            await read()
+        assert scope.cancelled_caught, f"{name} answered in a cancelled scope"
     with trio.testing.assert_checkpoints():
         await store.compare_and_set(_moved(record), record.revision)
     with trio.testing.assert_checkpoints():
         await store.compare_and_set(_moved(record), record.revision)  # stale: refused
     with trio.testing.assert_checkpoints():
         await store.delete_expired(0)
-    with trio.testing.assert_checkpoints():
-        await store.count()
 
 
 async def _cancellation(store: TaskStore) -> None:
