@@ -195,6 +195,19 @@ def test_used_keys_stays_a_frozenset() -> None:
     assert type(after.used_keys) is frozenset
 
 
+def test_tasks_that_ask_the_same_keys_share_one_set_of_them() -> None:
+    one = apply(rec(task_id="t-1"), asking("region", "size"), T0 + 1)
+    other = apply(rec(task_id="t-2"), asking("size", "region"), T0 + 2)
+    assert one.used_keys == other.used_keys == frozenset({"region", "size"})
+    assert one.used_keys is other.used_keys
+    third = apply(rec(task_id="t-3"), asking("region"), T0 + 3)
+    assert third.used_keys == frozenset({"region"})  # another set, not a shared one
+    later = apply(
+        apply(one, InputsAccepted(frozenset({"region", "size"})), T0 + 4), asking("x"), T0 + 5
+    )
+    assert later.used_keys == frozenset({"region", "size", "x"})
+
+
 def test_empty_input_request_is_a_no_op() -> None:
     task = rec()
     assert apply(task, InputRequested({}), T0 + 1) is task

@@ -10,6 +10,7 @@ even where two of them land in the same wire status.
 from __future__ import annotations
 
 import enum
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, final
@@ -163,7 +164,7 @@ def apply(task: TaskRecord, event: TaskEvent, now_ms: int) -> TaskRecord:
             Status.INPUT_REQUIRED,
             now_ms,
             input_requests=pending,
-            used_keys=task.used_keys | frozenset(event.requests),
+            used_keys=_shared_keys(task.used_keys | frozenset(event.requests)),
         )
     if isinstance(event, InputsAccepted):
         matched = event.keys & task.input_requests.keys()
@@ -186,6 +187,13 @@ def apply(task: TaskRecord, event: TaskEvent, now_ms: int) -> TaskRecord:
     if isinstance(event, Expired | Stopped):
         return _fail(task, InternalError(event.message).to_error(), now_ms)
     return _move(task, Status.CANCELLED, now_ms, input_requests={}, status_message=event.message)
+
+
+@functools.lru_cache(maxsize=1024)
+def _shared_keys(keys: frozenset[str]) -> frozenset[str]:
+    """One copy of each set of used keys (the first made): a tool's tasks ask the same keys,
+    and even a set of one key takes 216 bytes, held for as long as the task is."""
+    return keys
 
 
 def _fail(task: TaskRecord, error: Mapping[str, Any], now_ms: int) -> TaskRecord:
