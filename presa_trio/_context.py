@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping
+from types import MappingProxyType
 from typing import Any, final
 
 import trio
@@ -31,6 +32,7 @@ Notify = Callable[[dict[str, Any]], Awaitable[None]]
 InputRequests = Mapping[str, Mapping[str, Any]]
 InputProvider = Callable[["Context", InputRequests], Awaitable[dict[str, Any]]]
 PrincipalOf = Callable[["Context"], str]
+_NO_RESPONSES: Mapping[str, Any] = MappingProxyType({})  # a request that is not a retry
 
 
 async def _nowhere(message: dict[str, Any]) -> None:
@@ -95,7 +97,9 @@ class Context:
         self.keepalive = keepalive
         # MRTR (wire §10): the retry's answers, and the verified state of the round it closes.
         responses = params.get("inputResponses")
-        self.input_responses: Mapping[str, Any] = responses if isinstance(responses, dict) else {}
+        self.input_responses: Mapping[str, Any] = (
+            responses if isinstance(responses, dict) else _NO_RESPONSES
+        )
         self.state: Mapping[str, Any] | None = None
         self.round = 0
         # Who answers ``await ctx.input(...)`` instead of an MRTR round (a task parks there).

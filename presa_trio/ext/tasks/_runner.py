@@ -55,6 +55,7 @@ COMMIT_SECONDS = 5.0  # bound on recording a task's outcome (shielded, all attem
 COMMIT_RETRY_SECONDS = (0.05, 0.25, 1.0)  # pauses between attempts when the store fails
 RESETTLE_SECONDS = 5.0  # how often outcomes the store refused are offered to it again
 _NO_ANSWERS: Mapping[str, Any] = MappingProxyType({})  # what most tasks start with
+_STOPPED = Stopped()  # what stands for a task whose runner is cancelled
 
 
 @dataclass(eq=False, slots=True)
@@ -244,7 +245,7 @@ class TaskRunner:
 
     async def _run(self, record: TaskRecord, work: Work, live: _Live) -> None:
         span = self._span(record)
-        outcome: TaskEvent = Stopped()  # what stands if the runner itself is cancelled
+        outcome: TaskEvent = _STOPPED  # what stands if the runner itself is cancelled
         try:
             if span is None:
                 outcome = await self._attempt(record, work, live)
