@@ -282,7 +282,7 @@ async def main(args: argparse.Namespace) -> None:
             await opcodes(server, runtime, 500)
         return
     parked, gets = (1_000, 1_000) if args.quick else (10_000, 5_000)
-    ops, runs = (2_000, 3) if args.quick else (20_000, 5)
+    ops, runs = (2_000, 3) if args.quick else (4_000, 12)
     print(f"tasks_bench: python {sys.version.split()[0]}, trio {trio.__version__}; level: bytes")
     print("  -> parse_message -> Dispatcher.serve -> encode (inbound validation on, outbound off)")
 
