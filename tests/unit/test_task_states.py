@@ -208,6 +208,14 @@ def test_tasks_that_ask_the_same_keys_share_one_set_of_them() -> None:
     assert later.used_keys == frozenset({"region", "size", "x"})
 
 
+def test_a_task_that_asks_many_keys_keeps_its_own_set_of_them() -> None:
+    many = [f"step-{i}" for i in range(9)]
+    one = apply(rec(task_id="t-1"), asking(*many), T0 + 1)
+    other = apply(rec(task_id="t-2"), asking(*many), T0 + 2)
+    assert one.used_keys == other.used_keys == frozenset(many)
+    assert one.used_keys is not other.used_keys  # not kept in the shared cache
+
+
 def test_empty_input_request_is_a_no_op() -> None:
     task = rec()
     assert apply(task, InputRequested({}), T0 + 1) is task

@@ -164,7 +164,7 @@ def apply(task: TaskRecord, event: TaskEvent, now_ms: int) -> TaskRecord:
             Status.INPUT_REQUIRED,
             now_ms,
             input_requests=pending,
-            used_keys=_shared_keys(task.used_keys | frozenset(event.requests)),
+            used_keys=_shared(task.used_keys | frozenset(event.requests)),
         )
     if isinstance(event, InputsAccepted):
         matched = event.keys & task.input_requests.keys()
@@ -189,11 +189,20 @@ def apply(task: TaskRecord, event: TaskEvent, now_ms: int) -> TaskRecord:
     return _move(task, Status.CANCELLED, now_ms, input_requests={}, status_message=event.message)
 
 
-@functools.lru_cache(maxsize=1024)
-def _shared_keys(keys: frozenset[str]) -> frozenset[str]:
-    """One copy of each set of used keys (the first made): a tool's tasks ask the same keys,
-    and even a set of one key takes 216 bytes, held for as long as the task is."""
-    return keys
+_SHARED_KEYS_MAX = 8  # the largest set of used keys tasks share
+
+
+def _shared(keys: frozenset[str]) -> frozenset[str]:
+    """One copy of each small set of used keys: a tool's tasks ask the same keys, and even a
+    set of one key takes 216 bytes, held for as long as the task is. A larger set (a task
+    that has asked many times) is its own: kept in the cache, every step of its growth would
+    outlive the task."""
+    return _shared_small(keys) if len(keys) <= _SHARED_KEYS_MAX else keys
+
+
+@functools.lru_cache(maxsize=256)
+def _shared_small(keys: frozenset[str]) -> frozenset[str]:
+    return keys  # the first equal set made, from then on
 
 
 def _fail(task: TaskRecord, error: Mapping[str, Any], now_ms: int) -> TaskRecord:
