@@ -16,6 +16,7 @@ from ._results import error_result as error_result
 from ._routes import Route as Route
 from ._tracing import SpanHandle as SpanHandle
 from ._tracing import Tracing as Tracing
+from ._wire.jsonrpc import to_json as to_json
 
 __all__ = [
     "CallNext",
@@ -28,4 +29,5 @@ __all__ = [
     "error_boundary",
     "error_result",
     "protocol_error",
+    "to_json",
 ]

@@ -10,9 +10,12 @@ cannot handle.
 
 from __future__ import annotations
 
+import enum
 import json
 import math
 import re
+import sys
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,7 +30,20 @@ RequestId = int | str
 #: checked once, well inside what every validator and the encoder handle.
 MAX_JSON_DEPTH = 128
 
-_encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+def _as_orjson_writes(value: object) -> object:
+    """What orjson writes for the two types it knows and the standard library does not: an
+    ``Enum`` by its value, a ``UUID`` as its text. Any other unknown type is refused."""
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+_encoder = json.JSONEncoder(
+    ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=_as_orjson_writes
+)
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
@@ -199,33 +215,39 @@ _PASS_ON |= orjson.OPT_PASSTHROUGH_DATACLASS
 _LARGE = 1 << 20  # bytes: a larger message is written by the standard library (see encode)
 
 
-def encode(message: dict[str, Any]) -> bytes:
-    """Compact, single-line UTF-8 JSON (wire §3.1: one message per line); ``ValueError`` or
-    ``UnicodeEncodeError`` for a value that is not JSON (``NaN``, a lone surrogate).
+def to_json(value: Any, largest: int = sys.maxsize) -> bytes:
+    """Compact, single-line UTF-8 JSON of ``value``; ``ValueError``, ``UnicodeEncodeError``
+    or ``TypeError`` for a value that is not JSON (``NaN``, a lone surrogate, a date).
 
     orjson writes it wherever the two agree (the benchmark response in 0.8 us instead of
     4.8; the same JSON, though a float may be spelled differently, ``1e-7`` for ``1e-07``).
     What orjson refuses (an integer beyond 64 bits, a key that is not a string, a lone
     surrogate, a cycle, the types passed on above) and what it would write as ``null``
-    (``NaN`` and the infinities) the standard library's encoder decides. orjson also writes
-    an ``Enum`` and a ``UUID`` by their values, where the standard library refuses them.
-
-    A message larger than ``_LARGE`` is written again by the standard library: with
-    orjson's output, a worker kept a non-reading client's 8 MB answer in its RSS after the
-    client had gone (the slow-clients test); with the standard library's it gives it back.
-    At that size the encoder's speed no longer matters."""
+    (``NaN`` and the infinities) the standard library's encoder decides, and so does a text
+    longer than ``largest`` bytes (see ``encode``). Both write an ``Enum`` by its value and a
+    ``UUID`` as its text: which of them writes a value never decides whether it is JSON."""
     try:
-        data = orjson.dumps(message, option=_PASS_ON)
+        data = orjson.dumps(value, option=_PASS_ON)
     except orjson.JSONEncodeError:
-        return _encode_strictly(message)
-    if len(data) > _LARGE or b"null" in data:  # null: perhaps NaN or an infinity
-        return _encode_strictly(message)
+        return _encode_strictly(value)
+    if len(data) > largest or b"null" in data:  # null: perhaps NaN or an infinity
+        return _encode_strictly(value)
     return data
 
 
-def _encode_strictly(message: dict[str, Any]) -> bytes:
-    """``encode`` with the standard library alone: the reference orjson agrees with."""
-    return _encoder.encode(message).encode()
+def encode(message: dict[str, Any]) -> bytes:
+    """A message as ``to_json`` writes it (wire §3.1: one message per line).
+
+    A message larger than ``_LARGE`` is written by the standard library: with orjson's
+    output, a worker kept a non-reading client's 8 MB answer in its RSS after the client had
+    gone (the slow-clients test); with the standard library's it gives it back. At that size
+    the encoder's speed no longer matters."""
+    return to_json(message, _LARGE)
+
+
+def _encode_strictly(value: Any) -> bytes:
+    """``to_json`` with the standard library alone: the reference orjson agrees with."""
+    return _encoder.encode(value).encode()
 
 
 def result_message(request_id: RequestId, result: dict[str, Any]) -> dict[str, Any]:

@@ -5,10 +5,13 @@ the event-loop watcher."""
 
 from __future__ import annotations
 
+import enum
 import json
 import logging
 import time
+import uuid
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, TypedDict
 
 import pytest
@@ -228,6 +231,39 @@ async def test_a_task_result_over_the_size_bound_fails_the_task() -> None:
             "code": -32603,
             "message": "Task result is larger than 1000 bytes",
         }
+
+
+class Shade(enum.Enum):
+    DARK = "dark"
+
+
+@pytest.mark.parametrize("store", ["memory", "sqlite"])
+async def test_a_task_result_with_a_uuid_and_an_enum_is_json_as_the_wire_writes_it(
+    store: str, tmp_path: Path
+) -> None:
+    """The wire writes a UUID as its text and an Enum by its value; a task's result is
+    checked, and a SQL store keeps it, with that same writer, so such a result completes
+    its task on every store, as it answers a plain call."""
+    server = Server("typed", "1", loop_warning=None)
+    server.add_extension(TasksExtension())
+
+    @server.tool(options={"tasks": "optional"})
+    async def ids() -> dict[str, Any]:
+        """Returns a content block as is, a UUID and an Enum in its ``_meta``."""
+        await trio.lowlevel.checkpoint()
+        meta = {"id": uuid.UUID(int=1), "shade": Shade.DARK}
+        return {"type": "text", "text": "ids", "_meta": meta}
+
+    backend = f"sqlite:///{tmp_path}/tasks.db" if store == "sqlite" else None
+    written = {"id": "00000000-0000-0000-0000-000000000001", "shade": "dark"}
+    async with open_client(server, capabilities={}) as plain:
+        direct = await plain.call_tool("ids")
+        assert direct["content"] == [{"type": "text", "text": "ids", "_meta": written}]
+    async with open_client(server.asgi_app(backend=backend), capabilities=TASKS) as client:
+        task_id = await client.create_task("ids")
+        task, _ = await poll_until_terminal(client, task_id)
+        assert task["status"] == "completed", task
+        assert task["result"]["content"] == [{"type": "text", "text": "ids", "_meta": written}]
 
 
 # =========================================================================== 4. outputSchema

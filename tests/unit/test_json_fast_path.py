@@ -8,15 +8,31 @@ refusal with the same message.
 
 from __future__ import annotations
 
+import datetime
+import enum
 import json
+import uuid
 from typing import Any
 
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from presa_trio._wire.jsonrpc import _decode_strictly, _encode_strictly, decode_json, encode
+from presa_trio._wire.jsonrpc import (
+    _LARGE,
+    _decode_strictly,
+    _encode_strictly,
+    decode_json,
+    encode,
+    to_json,
+)
 from presa_trio.errors import ParseError
+
+
+class Color(enum.Enum):
+    RED = "red"
+    BLUE = 2
+
 
 FUZZ = settings(max_examples=400, deadline=None, database=None)
 
@@ -152,15 +168,34 @@ def test_a_str_subclass_and_an_int_subclass_are_written_as_before() -> None:
     assert encode(value) == _encode_strictly(value) == b'{"k":["v",3]}'
 
 
-def test_an_enum_and_a_uuid_are_written_by_their_values() -> None:
-    """Where orjson writes what the standard library refuses (documented at ``encode``)."""
-    import enum
-    import uuid
+def test_an_enum_and_a_uuid_are_written_by_their_values_on_both_paths() -> None:
+    """orjson writes them natively; the standard library's path writes them the same way, so
+    which path writes a value never decides whether it is JSON (documented at ``to_json``)."""
+    value = {"color": Color.RED, "id": uuid.UUID(int=1), "nested": [Color.BLUE]}
+    written = b'{"color":"red","id":"00000000-0000-0000-0000-000000000001","nested":[2]}'
+    assert encode(value) == _encode_strictly(value) == to_json(value) == written
 
-    class Color(enum.Enum):
-        RED = "red"
 
-    value = {"color": Color.RED, "id": uuid.UUID(int=1)}
-    assert encode(value) == b'{"color":"red","id":"00000000-0000-0000-0000-000000000001"}'
-    with pytest.raises(TypeError):
+def test_a_message_too_large_for_orjson_s_output_still_writes_a_uuid() -> None:
+    """Above ``_LARGE`` the standard library writes the message (see ``encode``): a UUID
+    there is written as below it, not refused."""
+    value = {"id": uuid.UUID(int=1), "text": "y" * _LARGE}
+    data = encode(value)
+    assert len(data) > _LARGE
+    assert json.loads(data) == {"id": "00000000-0000-0000-0000-000000000001", "text": "y" * _LARGE}
+
+
+@pytest.mark.parametrize("value", [{"when": datetime.date(2026, 1, 1)}, {"what": object()}])
+def test_a_type_neither_path_writes_is_refused_by_both(value: dict[str, Any]) -> None:
+    with pytest.raises(TypeError, match="is not JSON serializable"):
+        to_json(value)
+    with pytest.raises(TypeError, match="is not JSON serializable"):
         _encode_strictly(value)
+
+
+def test_to_json_hands_a_long_text_to_the_standard_library_only_when_asked() -> None:
+    """``largest`` is ``encode``'s bound; without it, ``to_json`` keeps orjson's output
+    whatever its length (a float keeps orjson's spelling there)."""
+    value = {"x": 1e-7, "text": "y" * 100}
+    assert to_json(value) == b'{"x":1e-7,"text":"' + b"y" * 100 + b'"}'
+    assert to_json(value, largest=50) == b'{"x":1e-07,"text":"' + b"y" * 100 + b'"}'

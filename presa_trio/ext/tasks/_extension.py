@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import json
 import logging
 import secrets
 import time
@@ -31,6 +30,7 @@ from ...extensions import (
     Tool,
     error_boundary,
     error_result,
+    to_json,
 )
 from . import _wire
 from ._runner import TaskHandle, TaskRunner
@@ -54,9 +54,6 @@ REQUIRED: dict[str, Any] = {"extensions": {_wire.EXTENSION_ID: {}}}
 REAP_GRACE_MS = 10_000
 #: In a tasks/update acknowledgement, the answer keys the task was not waiting for.
 IGNORED_KEYS = "io.github.presa-trio/ignoredInputKeys"
-#: JSON as it goes on the wire (compact UTF-8), made once: what sizes are measured in, and
-#: what a stored result must survive (no ``NaN``; a lone surrogate has no UTF-8).
-_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
 def _unknown() -> InvalidParams:
@@ -228,7 +225,7 @@ class TasksExtension(Extension):
         if errors:  # the direct call's answer, and no task
             await trio.lowlevel.checkpoint()
             return error_result("Invalid arguments: " + "; ".join(errors))
-        size = len(_COMPACT.encode(arguments).encode())
+        size = len(to_json(arguments))
         if size > self.max_input_bytes:
             if policy == "optional":  # declaring Tasks does not mean requiring a task
                 return await call_next(ctx, tool, arguments)
@@ -378,7 +375,7 @@ def _check_result(result: Mapping[str, Any], limit: int) -> None:
     """A task's result is stored and served for its whole TTL: it must be JSON (no ``NaN``,
     no lone surrogate) and at most ``limit`` bytes, or the task fails now, readably."""
     try:
-        size = len(_COMPACT.encode(result).encode())
+        size = len(to_json(result))
     except (ValueError, UnicodeEncodeError, TypeError):
         raise InternalError("Task result is not JSON") from None
     if size > limit:

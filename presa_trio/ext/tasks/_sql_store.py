@@ -19,6 +19,7 @@ import trio
 
 from ...backends import Connection, SqlDatabase
 from ...errors import CapacityExceeded
+from ...extensions import to_json
 from ._states import Status, TaskRecord
 from ._store import Limits
 
@@ -35,8 +36,9 @@ _SCHEMA = (
 
 
 def encode(task: TaskRecord) -> str:
-    """A record as JSON text (every field, sets as sorted lists)."""
-    return json.dumps(
+    """A record as JSON text (every field, sets as sorted lists), written as the wire is: a
+    result the runner found to be JSON is one this store can keep."""
+    return to_json(
         {
             "task_id": task.task_id,
             "principal": task.principal,
@@ -53,11 +55,8 @@ def encode(task: TaskRecord) -> str:
             "error": task.error,
             "revision": task.revision,
             "owner": task.owner,
-        },
-        separators=(",", ":"),
-        ensure_ascii=False,
-        allow_nan=False,
-    )
+        }
+    ).decode()
 
 
 def decode(text: str) -> TaskRecord:
