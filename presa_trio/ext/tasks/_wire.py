@@ -7,7 +7,7 @@ UTC ISO 8601 with milliseconds. Nothing here decides what a task does.
 from __future__ import annotations
 
 import functools
-from datetime import UTC, datetime
+import time
 from typing import Any
 
 from ._states import Status, TaskRecord
@@ -19,7 +19,8 @@ EXTENSION_ID = "io.modelcontextprotocol/tasks"
 def iso(ms: int) -> str:
     """``2026-11-03T18:04:05.123Z`` for an epoch time in milliseconds."""
     seconds, millis = divmod(ms, 1000)
-    stamp = datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S")
+    # gmtime, not an aware datetime: the same UTC fields in less than half the time
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))
     return f"{stamp}.{millis:03d}Z"
 
 
