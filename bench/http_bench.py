@@ -250,8 +250,11 @@ def main() -> int:
         default="on",
         help="also serve the official MCP Python SDK's stateless app (default: on)",
     )
-    ap.add_argument("--reps", type=int, default=3, help="repetitions per (server, conc)")
-    ap.add_argument("--duration", default="5s", help="wrk -d per run (default 5s)")
+    # Many short runs, the servers taking turns: this machine's speed swings for seconds at a
+    # time, and medians over 9 runs of 2 s spread half as much from run to run as those over
+    # 3 runs of 5 s (bench/README.md, eighth round).
+    ap.add_argument("--reps", type=int, default=9, help="repetitions per (server, conc)")
+    ap.add_argument("--duration", default="2s", help="wrk -d per run (default 2s)")
     ap.add_argument("--warmup", default="2s", help="warm-up run per server, '0' = none")
     ap.add_argument("--concurrency", default="1,16,64", help="comma-separated wrk -c values")
     ap.add_argument("--threads", type=int, default=1, help="wrk -t (default 1)")
