@@ -3,7 +3,8 @@
 Subclass ``Extension``; serve methods with ``Route``; keep per-run state in the service your
 ``serve`` starts (it receives an ``ExtensionContext``); wrap work you run for users in the
 same error boundaries the core uses, and trace it with ``ExtensionContext.tracing`` (None when
-the server does not trace). ``presa_trio.ext.tasks`` is written on this alone.
+the server does not trace); measure or store what will go on the wire with ``to_json``, the
+writer the wire uses. ``presa_trio.ext.tasks`` is written on this alone.
 """
 
 from ._boundary import error_boundary as error_boundary
