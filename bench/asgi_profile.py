@@ -14,6 +14,9 @@ import argparse
 import cProfile
 import io
 import pstats
+import re
+import shutil
+import subprocess
 import sys
 import time
 import timeit
@@ -206,6 +209,33 @@ async def stages(app: Any, body: bytes, n: int) -> dict[str, float]:
         }
 
 
+def apps_by_label() -> dict[str, Any]:
+    return {
+        "presa-out-on": build_server(validate_outbound=True).asgi_app(),
+        "presa-out-off": build_server(validate_outbound=False).asgi_app(),
+        "raw": raw_app.app,
+        "raw-in-scope": scoped_raw,
+    }
+
+
+def instructions(label: str, n: int) -> float:
+    """Machine instructions per request of one app, counted by valgrind's callgrind: exact
+    for the same binaries, whatever else the machine does, and C work (JSON, validation,
+    regular expressions) counts in full. Two runs of this script under valgrind, one with
+    ``n`` requests more than the other: the difference is the requests alone (each run also
+    pays for starting Python, building the server and the warm-up)."""
+    counts = []
+    for requests in (100, 100 + n):
+        command = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
+                   sys.executable, __file__, "--count-one", label, "-n", str(requests)]  # fmt: skip
+        done = subprocess.run(command, capture_output=True, text=True, check=True)
+        found = re.search(r"Collected : (\d+)", done.stderr)
+        if found is None:
+            raise RuntimeError(f"no count from valgrind:\n{done.stderr}")
+        counts.append(int(found.group(1)))
+    return (counts[1] - counts[0]) / n
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("-n", type=int, default=5000, help="requests per run (default 5000)")
@@ -213,8 +243,27 @@ def main() -> int:
     ap.add_argument("--profile", action="store_true", help="cProfile presa (outbound on)")
     ap.add_argument("--top", type=int, default=15, help="rows of the profile (by self time)")
     ap.add_argument("--opcodes", action="store_true", help="only count opcodes per request")
+    ap.add_argument(
+        "--instructions",
+        action="store_true",
+        help="only count machine instructions per request (valgrind; -n 1000 is enough)",
+    )
+    ap.add_argument("--count-one", metavar="APP", help=argparse.SUPPRESS)  # one app, under valgrind
     args = ap.parse_args()
     body = request_body("test_simple_text").encode()
+    if args.count_one:
+        app = apps_by_label()[args.count_one]
+        trio.run(drive, app, 50, body)  # warm-up: compile validators, fill caches
+        trio.run(drive, app, args.n, body)
+        return 0
+    if args.instructions:
+        if shutil.which("valgrind") is None:
+            print("asgi_profile: valgrind not found (on Debian: apt-get install -y valgrind)")
+            return 2
+        print(f"Machine instructions per in-process request (callgrind, {args.n:,} requests)")
+        for label in apps_by_label():
+            print(f"{label:<15}{instructions(label, args.n):>11,.0f}", flush=True)
+        return 0
     if args.opcodes:
         print("Python opcodes per in-process request (sys.settrace, deterministic)")
         for outbound in (True, False):
@@ -226,12 +275,7 @@ def main() -> int:
         for where, total in per.most_common(args.top):
             print(f"  {total / 500:>7,.0f}  {where}")
         return 0
-    apps = {
-        "presa-out-on": build_server(validate_outbound=True).asgi_app(),
-        "presa-out-off": build_server(validate_outbound=False).asgi_app(),
-        "raw": raw_app.app,
-        "raw-in-scope": scoped_raw,
-    }
+    apps = apps_by_label()
     print(
         f"in-process ASGI, {args.n} sequential requests a run, the apps in turn,"
         f" best of {args.runs} runs, us/request"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
 import socket
 import statistics
@@ -263,6 +264,12 @@ def main() -> int:
     ap.add_argument("--wrk-cpu", default="0", help="taskset -c for wrk ('' = no pin)")
     args = ap.parse_args()
     concs = [int(c) for c in args.concurrency.split(",") if c]
+    needed = ["wrk", *(["taskset"] if args.server_cpu or args.wrk_cpu else [])]
+    missing = [tool for tool in needed if shutil.which(tool) is None]
+    if missing:  # before any server starts: wrk's own failure says nothing (taskset runs it)
+        print(f"http_bench: {' and '.join(missing)} not found; on Debian: apt-get install -y wrk"
+              " (taskset is in util-linux)", file=sys.stderr)  # fmt: skip
+        return 2
 
     fixture, flag = "fixtures.conformance:app", {"on": "1", "off": "0"}
     servers = [

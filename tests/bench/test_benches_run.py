@@ -27,8 +27,10 @@ def run(*args: str) -> str:
         (("bench/asgi_profile.py", "-n", "40"), r"presa-out-on\s+\d+\.\d\n"),
         (("bench/asgi_profile.py", "--opcodes"), r"presa-out-on\s+[\d,]+\n"),
         (("bench/tasks_bench.py", "--quick"), r"task creation .*\d\.\d\dx"),
+        # what --instructions runs under valgrind, once per app: here without valgrind
+        (("bench/asgi_profile.py", "--count-one", "presa-out-off", "-n", "20"), r"^$"),
     ],
-    ids=["asgi_profile", "asgi_profile-opcodes", "tasks_bench"],
+    ids=["asgi_profile", "asgi_profile-opcodes", "tasks_bench", "asgi_profile-count-one"],
 )
 def test_the_bench_runs_and_prints_its_figures(args: tuple[str, ...], expected: str) -> None:
     assert re.search(expected, run(*args)) is not None
