@@ -6,6 +6,7 @@ edge turns a refusal into 403. Authentication is out of scope here.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -37,6 +38,7 @@ _IPV6_CHARS = frozenset("0123456789abcdef:.")
 _HOST = re.compile(r"(\[[0-9a-f:.]+\]|[a-z0-9.\-_~%]+)(?::[0-9]{1,5})?")
 
 
+@functools.lru_cache(maxsize=64)  # a server hears the same few Host values on every request
 def _host_name(host: str) -> str | None:
     """The name in a ``Host`` value (``name[:port]``, or a bare IPv6 literal such as
     ``::1``), or None when it is not one."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -54,7 +55,10 @@ class RoutingHeaders:
             return None
         if len(found) > 1:
             raise HeaderMismatch(f"Header {name} must appear once, got {len(found)}")
-        return _visible_ascii(name, found[0]).strip(" \t")
+        text = _trimmed(found[0])
+        if text is None:
+            raise HeaderMismatch(f"Header {name} has characters outside visible ASCII")
+        return text
 
     def decoded(self, name: str) -> str | None:
         value = self.get(name)
@@ -64,10 +68,10 @@ class RoutingHeaders:
 _VISIBLE = re.compile(rb"[\t\x20-\x7e]*")
 
 
-def _visible_ascii(name: str, raw: bytes) -> str:
-    if not _VISIBLE.fullmatch(raw):
-        raise HeaderMismatch(f"Header {name} has characters outside visible ASCII")
-    return raw.decode("ascii")
+@functools.lru_cache(maxsize=128)  # a client sends the same few values on every request
+def _trimmed(raw: bytes) -> str | None:
+    """``raw`` as text without surrounding blanks; None if it holds more than visible ASCII."""
+    return raw.decode("ascii").strip(" \t") if _VISIBLE.fullmatch(raw) else None
 
 
 def decode_value(name: str, value: str) -> str:
