@@ -30,7 +30,7 @@ from ._results import (
     messages_of,
     structured_result,
 )
-from ._signature import Handler, Signature
+from ._signature import Handler, Signature, call_sync
 from ._typeschema import to_jsonable
 from ._wire.headers import HeaderParam, header_params_of
 from .auth._challenge import check_scopes
@@ -314,20 +314,10 @@ class Completer:
     ) -> dict[str, Any]:
         if inspect.iscoroutinefunction(self.fn):
             found = await self.fn(name, value, context)
-        elif self.thread:
-            found = await trio.to_thread.run_sync(
-                self.fn,
-                name,
-                value,
-                context,
-                abandon_on_cancel=True,
-                limiter=ctx.runtime.thread_limiter,
-            )
         else:
-            await trio.lowlevel.checkpoint()
-            found = self.fn(name, value, context)
-        if inspect.isawaitable(found):
-            found = await found
+            limiter = ctx.runtime.thread_limiter
+            arguments = (name, value, context)
+            found = await call_sync(self.fn, arguments, {}, thread=self.thread, limiter=limiter)
         values = [str(v) for v in found]
         return {
             "values": values[:MAX_COMPLETIONS],

@@ -25,6 +25,7 @@ from ._results import ToolResult
 from ._typeschema import EMPTY, output_shape, parameters_schema
 
 Handler = Callable[..., Any]
+_PLAIN = frozenset({str, dict, list, int, float, bool, type(None)})  # never awaitable
 
 
 def _hints(fn: Handler) -> dict[str, Any]:
@@ -158,21 +159,37 @@ class Signature:
             kwargs[self.context_param] = ctx
         if self.is_async:
             return self.fn(**kwargs)  # type: ignore[no-any-return]
-        return self._call_sync(ctx, kwargs, thread)
+        return call_sync(self.fn, (), kwargs, thread=thread, limiter=ctx.runtime.thread_limiter)
 
-    async def _call_sync(self, ctx: Context, kwargs: dict[str, Any], thread: bool) -> Any:
-        if thread:
-            result = await trio.to_thread.run_sync(
-                partial(self.fn, **kwargs),
-                abandon_on_cancel=True,
-                limiter=ctx.runtime.thread_limiter,
-            )
-        else:  # at once, unless the call is already cancelled
-            await trio.lowlevel.checkpoint_if_cancelled()
-            result = self.fn(**kwargs)
-        if inspect.isawaitable(result):  # a sync callable that hands back a coroutine
-            result = await result
-        return result
+
+async def call_sync(
+    fn: Handler,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    *,
+    thread: bool,
+    limiter: trio.CapacityLimiter,
+) -> Any:
+    """``fn(*args, **kwargs)`` for a sync handler: in a worker thread bounded by ``limiter``
+    when ``thread`` is true (see ``Signature.call``), else at once unless already cancelled.
+
+    A sync callable may hand back an awaitable (a plain ``def`` decorator around an async
+    function, say): it is awaited here, on the event loop. A worker thread hands it back in
+    a tuple, as trio refuses a coroutine for what a thread returns.
+    """
+    if thread:
+        boxed = partial(_boxed, fn, args, kwargs)
+        (result,) = await trio.to_thread.run_sync(boxed, abandon_on_cancel=True, limiter=limiter)
+    else:
+        await trio.lowlevel.checkpoint_if_cancelled()
+        result = fn(*args, **kwargs)
+    if type(result) not in _PLAIN and inspect.isawaitable(result):  # the usual skip the ABC
+        result = await result
+    return result
+
+
+def _boxed(fn: Handler, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any]:
+    return (fn(*args, **kwargs),)
 
 
 def input_schema_for(fn: Handler) -> dict[str, Any]:

@@ -182,3 +182,60 @@ async def test_a_sync_tool_can_announce_changes_from_its_worker_thread() -> None
                     "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": subscription}},
                 }
     assert seen == {"main thread": False, "in trio run": False}
+
+
+@pytest.mark.parametrize("thread", [False, True], ids=["event-loop", "worker-thread"])
+async def test_a_sync_tool_that_hands_back_a_coroutine_is_answered_with_its_result(
+    thread: bool,
+) -> None:
+    """A sync callable returning a coroutine (a wrapper around an async function, say) is
+    awaited on the event loop, whichever way the sync call itself ran; a plain value is not."""
+    server = Server("threads")
+
+    async def later(word: str) -> str:
+        await trio.lowlevel.checkpoint()
+        return f"awaited {word}"
+
+    def wrapper(word: str) -> Any:
+        return later(word)
+
+    def plain(word: str) -> str:
+        return f"plain {word}"
+
+    server.tool("wrapped", description="Hands back a coroutine.", thread=thread)(wrapper)
+    server.tool("plain", description="Returns text.", thread=thread)(plain)
+    async with open_client(server) as client:
+        wrapped = await client.call_tool("wrapped", {"word": "w"})
+        assert text_of(wrapped) == "awaited w"
+        assert "isError" not in wrapped
+        assert text_of(await client.call_tool("plain", {"word": "p"})) == "plain p"
+
+
+@pytest.mark.parametrize("thread", [False, True], ids=["event-loop", "worker-thread"])
+async def test_a_sync_completer_that_hands_back_a_coroutine_is_answered_with_its_values(
+    thread: bool,
+) -> None:
+    server = Server("threads")
+
+    @server.prompt()
+    def greet(name: str) -> str:
+        """Greets."""
+        return f"Hello {name}"
+
+    async def suggestions(value: str) -> list[str]:
+        await trio.lowlevel.checkpoint()
+        return [f"{value}a", f"{value}b"]
+
+    @server.completion(prompt="greet", thread=thread)
+    def complete(argument: str, value: str, context: dict[str, str]) -> Any:
+        return suggestions(value)
+
+    async with open_client(server) as client:
+        result = await client.request(
+            "completion/complete",
+            {
+                "ref": {"type": "ref/prompt", "name": "greet"},
+                "argument": {"name": "name", "value": "x"},
+            },
+        )
+    assert result["completion"] == {"values": ["xa", "xb"], "total": 2, "hasMore": False}
