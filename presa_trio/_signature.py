@@ -183,7 +183,7 @@ async def call_sync(
     else:
         await trio.lowlevel.checkpoint_if_cancelled()
         result = fn(*args, **kwargs)
-    if type(result) not in _PLAIN and inspect.isawaitable(result):  # the usual skip the ABC
+    if type(result) not in _PLAIN and inspect.isawaitable(result):  # plain: no ABC check
         result = await result
     return result
 

@@ -68,7 +68,9 @@ class RoutingHeaders:
 _VISIBLE = re.compile(rb"[\t\x20-\x7e]*")
 
 
-@functools.lru_cache(maxsize=128)  # a client sends the same few values on every request
+# A client sends the same few values on every request. A bad value is cached too (as None),
+# and refused each time; 64 values of at most the server's header limit stay bounded.
+@functools.lru_cache(maxsize=64)
 def _trimmed(raw: bytes) -> str | None:
     """``raw`` as text without surrounding blanks; None if it holds more than visible ASCII."""
     return raw.decode("ascii").strip(" \t") if _VISIBLE.fullmatch(raw) else None

@@ -168,3 +168,11 @@ def test_every_value_of_a_repeated_host_or_origin_is_checked() -> None:
 )
 def test_a_host_that_is_not_name_and_port_is_refused(host: str) -> None:
     assert refuse_reason(DEFAULT, host, None) == f"Host {host!r} is not allowed"
+
+
+def test_a_host_is_judged_the_same_every_time() -> None:
+    """Host names are read once per distinct value (a cache): a refused one stays refused."""
+    for _ in range(3):
+        assert refuse_reason(DEFAULT, "evil.com:80", None) == "Host 'evil.com:80' is not allowed"
+        assert refuse_reason(DEFAULT, "localhost:3000", None) is None
+        assert refuse_reason(DEFAULT, "local host", None) == "Host 'local host' is not allowed"

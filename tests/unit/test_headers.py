@@ -89,6 +89,16 @@ def test_bytes_outside_visible_ascii_are_a_mismatch(raw: bytes) -> None:
     assert_mismatch(RoutingHeaders([(b"mcp-name", raw)]).get, "mcp-name")
 
 
+def test_a_bad_value_is_refused_every_time_and_a_good_one_read_every_time() -> None:
+    """Values are read once per distinct value (a cache): what it keeps changes no answer."""
+    for _ in range(3):
+        assert_mismatch(RoutingHeaders([(b"mcp-name", b"bad\x00")]).get, "mcp-name")
+        assert RoutingHeaders([(b"mcp-name", b" ok\t")]).get("mcp-name") == "ok"
+        with pytest.raises(HeaderMismatch) as caught:  # the same value under another name
+            RoutingHeaders([(b"mcp-method", b"bad\x00")]).get("mcp-method")
+        assert caught.value.message == "Header mcp-method has characters outside visible ASCII"
+
+
 def test_all_visible_ascii_is_accepted() -> None:
     visible = bytes(range(0x21, 0x7F))
     assert RoutingHeaders([(b"mcp-name", visible)]).get("mcp-name") == visible.decode()
