@@ -39,6 +39,8 @@ from typing import Any
 import h11
 import trio
 
+from presa_trio.ext.tasks._extension import REAP_GRACE_MS
+
 ROOT = Path(__file__).resolve().parent.parent
 VERSION = "2026-07-28"
 TASKS = "io.modelcontextprotocol/tasks"
@@ -856,9 +858,11 @@ async def soak_round(
         result.reread_requests = soak.meter.requests - result.requests
         nursery.cancel_scope.cancel()
 
-    # Settle: every record's TTL over and reaped, nothing live; then sample.
+    # Settle: every record's TTL over and reaped, nothing live; then sample. The reaper
+    # deletes a record REAP_GRACE_MS after its TTL (at its next pass), not at the TTL.
     newest = max((o.created_ms + o.ttl_ms for o in observations if o.task_id), default=0)
-    await trio.sleep(max(0, newest - now_ms()) / 1000 + 2.5)
+    reaped = newest + REAP_GRACE_MS + args.reap_seconds * 1000
+    await trio.sleep(max(0, reaped - now_ms()) / 1000 + 2.5)
     deadline = trio.current_time() + args.settle
     while True:
         counts = await stats(server.port, meter)
