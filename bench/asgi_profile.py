@@ -209,13 +209,13 @@ async def stages(app: Any, body: bytes, n: int) -> dict[str, float]:
         }
 
 
-def apps_by_label() -> dict[str, Any]:
-    return {
-        "presa-out-on": build_server(validate_outbound=True).asgi_app(),
-        "presa-out-off": build_server(validate_outbound=False).asgi_app(),
-        "raw": raw_app.app,
-        "raw-in-scope": scoped_raw,
-    }
+# The apps compared, each made only when a mode needs it (a presa app compiles its schemas).
+APPS: dict[str, Callable[[], Any]] = {
+    "presa-out-on": lambda: build_server(validate_outbound=True).asgi_app(),
+    "presa-out-off": lambda: build_server(validate_outbound=False).asgi_app(),
+    "raw": lambda: raw_app.app,
+    "raw-in-scope": lambda: scoped_raw,
+}
 
 
 def instructions(label: str, n: int) -> float:
@@ -252,7 +252,7 @@ def main() -> int:
     args = ap.parse_args()
     body = request_body("test_simple_text").encode()
     if args.count_one:
-        app = apps_by_label()[args.count_one]
+        app = APPS[args.count_one]()
         trio.run(drive, app, 50, body)  # warm-up: compile validators, fill caches
         trio.run(drive, app, args.n, body)
         return 0
@@ -261,21 +261,21 @@ def main() -> int:
             print("asgi_profile: valgrind not found (on Debian: apt-get install -y valgrind)")
             return 2
         print(f"Machine instructions per in-process request (callgrind, {args.n:,} requests)")
-        for label in apps_by_label():
+        for label in APPS:
             print(f"{label:<15}{instructions(label, args.n):>11,.0f}", flush=True)
         return 0
     if args.opcodes:
         print("Python opcodes per in-process request (sys.settrace, deterministic)")
-        for outbound in (True, False):
-            count, per = opcodes(build_server(validate_outbound=outbound).asgi_app(), body)
-            print(f"presa-out-{'on' if outbound else 'off':<5}{count:>9,.0f}")
-        print(f"raw{opcodes(raw_app.app, body)[0]:>15,.0f}")
-        print(f"raw-in-scope{opcodes(scoped_raw, body)[0]:>6,.0f}  (the request's cancel scope)")
+        functions: dict[str, Counter[str]] = {}
+        for label, make in APPS.items():
+            count, functions[label] = opcodes(make(), body)
+            note = "  (the request's cancel scope)" if label == "raw-in-scope" else ""
+            print(f"{label:<15}{count:>9,.0f}{note}")
         print(f"\ntop {args.top} functions of presa-out-off, opcodes per request")
-        for where, total in per.most_common(args.top):
+        for where, total in functions["presa-out-off"].most_common(args.top):
             print(f"  {total / 500:>7,.0f}  {where}")
         return 0
-    apps = apps_by_label()
+    apps = {label: make() for label, make in APPS.items()}
     print(
         f"in-process ASGI, {args.n} sequential requests a run, the apps in turn,"
         f" best of {args.runs} runs, us/request"
