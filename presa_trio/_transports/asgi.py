@@ -28,6 +28,7 @@ from .._wire.jsonrpc import EnvelopeError, Notification, parse_message
 from ..auth._bearer import Authorization, BearerAuth
 from ..errors import Forbidden, McpError, RequestTimeout, RequestTooLarge
 from ._asgi_types import Asgi, Message, Receive, Scope, Send
+from ._deadlines import Deadlines
 from ._first_wait import await_noticing_wait
 from ._shutdown import ShutdownBound
 from .mount import Mounted
@@ -39,6 +40,7 @@ logger = logging.getLogger("presa_trio.http")
 _JSON = [(b"content-type", b"application/json")]
 _PLAIN = [(b"content-type", b"text/plain; charset=utf-8")]
 _NO_TOKEN = Authorization()  # an app that verifies no tokens (frozen: one for all requests)
+_TRIOS = Deadlines()  # never kept: trio's own deadlines, for a responder given none
 DEFAULT_MAX_BODY = 4 * 1024 * 1024
 DEFAULT_BODY_TIMEOUT = 30.0
 DEFAULT_WRITE_TIMEOUT = 30.0
@@ -88,6 +90,7 @@ class AsgiApp:
         self.host_policy = host_policy if host_policy is not None else HostPolicy()
         self.body_timeout = body_timeout
         self.write_timeout = write_timeout
+        self._deadlines = Deadlines(body_timeout, write_timeout)
         self.shutdown_bound = ShutdownBound(shutdown_timeout)
         self._metadata_paths = auth.metadata_paths(path) if auth is not None else frozenset()
 
@@ -108,7 +111,9 @@ class AsgiApp:
         # The run also owns the disconnect watchers of the requests it serves: a watcher
         # outlives its request by a scheduler pass at most (see ``_serve``), and starting it
         # here rather than in a nursery per request halves what watching costs a request.
+        # Its keeper of the requests' deadlines is one more.
         async with self._open_runtime() as runtime, trio.open_nursery() as watchers:
+            await watchers.start(self._deadlines.keep)
             self._runtime, self._watchers = runtime, watchers
             try:
                 yield runtime
@@ -225,14 +230,21 @@ class AsgiApp:
         # One cancel scope per request: its deadline bounds the body's arrival (it is lifted
         # once the request waits for anything else, see ``_serve``); the client's disconnect
         # (or a write it stops reading) cancels it; and its deadline bounds the final write
-        # (``HttpResponder``).
-        with trio.CancelScope(deadline=trio.current_time() + self.body_timeout) as request:
-            read = await self._read_body(receive)
-            if isinstance(read, bytes):
-                responder = HttpResponder(send, request, self.write_timeout, allowed)
-                await self._serve(
-                    read, scope, mcp_headers, receive, request, responder, authorization
-                )
+        # (``HttpResponder``). The run's ``Deadlines`` keeps both; a request begun before
+        # the run leaves both to trio (the keeper could not take over trio's deadline).
+        deadlines = self._deadlines if self._watchers is not None else _TRIOS
+        with trio.CancelScope() as request:
+            deadlines.arm(request, self.body_timeout)
+            try:
+                read = await self._read_body(receive)
+                if isinstance(read, bytes):
+                    responder = HttpResponder(send, request, self.write_timeout, allowed, deadlines)
+                    await self._serve(
+                        read, scope, mcp_headers, receive, request, deadlines, responder,
+                        authorization,
+                    )  # fmt: skip
+            finally:
+                deadlines.disarm(request)
         if read is None and request.cancelled_caught:
             read = RequestTimeout(f"Request body not received within {self.body_timeout:g} s")
         if isinstance(read, McpError):
@@ -253,6 +265,7 @@ class AsgiApp:
         mcp_headers: dict[str, list[bytes]],
         receive: Receive,
         request: trio.CancelScope,
+        deadlines: Deadlines,
         responder: HttpResponder,
         authorization: Authorization,
     ) -> None:
@@ -280,7 +293,7 @@ class AsgiApp:
             nonlocal watch
             if responder.finishing:
                 return
-            request.deadline = math.inf
+            deadlines.disarm(request)
             if watchers is not None:
                 watch = trio.CancelScope()
                 watchers.start_soon(_cancel_on_disconnect, receive, request, watch, responder)
@@ -384,12 +397,22 @@ class HttpResponder:
     response's memory or the handler. The final write is not the client's to interrupt: the
     server finishes (or closes) the HTTP exchange inside it, and a cancel landing there, such
     as the disconnect watcher's, would leave the connection open for good. It runs under the
-    request's own scope (``scope``), whose deadline it moves to ``write_timeout`` from now and
-    whose disconnect watcher stands down once it begins; without a request scope (an answer
-    decided before the body is read), under a shielded scope of its own.
+    request's own scope (``scope``), whose deadline it moves (in ``deadlines``) to
+    ``write_timeout`` from now and whose disconnect watcher stands down once it begins;
+    without a request scope (an answer decided before the body is read), under a shielded
+    scope of its own.
     """
 
-    __slots__ = ("_extra", "_gone", "_scope", "_streaming", "_write_timeout", "finishing", "send")
+    __slots__ = (
+        "_deadlines",
+        "_extra",
+        "_gone",
+        "_scope",
+        "_streaming",
+        "_write_timeout",
+        "finishing",
+        "send",
+    )
 
     def __init__(
         self,
@@ -397,10 +420,12 @@ class HttpResponder:
         scope: trio.CancelScope | None = None,
         write_timeout: float = math.inf,
         extra: list[tuple[bytes, bytes]] | None = None,
+        deadlines: Deadlines = _TRIOS,
     ) -> None:
         self.send = send
         self._extra = extra or []
         self._scope = scope
+        self._deadlines = deadlines
         self._write_timeout = write_timeout
         self._streaming = False
         self._gone = False
@@ -430,13 +455,13 @@ class HttpResponder:
     ) -> None:
         """The last write, bounded by the request's scope: every request takes this path,
         and moving a deadline costs a fraction of entering and leaving a scope of its own."""
-        request.deadline = trio.current_time() + self._write_timeout
+        self._deadlines.arm(request, self._write_timeout)
         try:
             await self.send(message)
             if then is not None:
                 await self.send(then)
         except trio.Cancelled:
-            if trio.current_time() >= request.deadline:  # it is the write's deadline
+            if self._deadlines.passed(request):  # it is the write's deadline
                 self._drop()
             raise
 

@@ -432,7 +432,10 @@ async def test_a_client_that_never_reads_is_dropped_within_the_write_timeout(
             # Others are served while the stuck exchange waits on its reader.
             assert (await client.call_tool("plain"))["content"][0]["text"] == "plain"
             assert dropped == []
-        assert dropped == [pytest.approx(2.0)]  # within the write deadline
+        # Within the write deadline: never before it, at most two of its keeper's looks
+        # after it (a look every tenth of the shorter timeout: 0.2 s here).
+        (after,) = dropped
+        assert 2.0 - 1e-9 <= after <= 2.0 + 2 * 0.2 + 1e-9
         assert attempted[-1]["type"] == stop_at  # nothing was written after the stuck write
         if tool == "chatty":
             assert cleaned == ["chatty"]  # the handler was cancelled, its cleanup ran

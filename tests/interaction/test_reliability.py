@@ -948,17 +948,52 @@ def call_json(name: str, arguments: Mapping[str, Any], **meta: Any) -> bytes:
     ).encode()
 
 
+class Run(enum.Enum):
+    """When the app's run (its lifespan) is on, for a request whose body stalls."""
+
+    NONE = "none"  # never: the deadline is trio's own, exact
+    THROUGHOUT = "throughout"  # the run's keeper holds it: up to two looks late
+    STARTS_DURING = "starts-during"  # begun before the run: left to trio, exact
+    ENDS_DURING = "ends-during"  # the keeper's, handed to trio as the run ends: as late
+
+
+@pytest.mark.parametrize("run", list(Run), ids=[run.value for run in Run])
 async def test_a_body_that_stops_arriving_gets_one_408(
-    mock_clock: trio.testing.MockClock,
+    run: Run, mock_clock: trio.testing.MockClock
 ) -> None:
     mock_clock.autojump_threshold = 0
-    app = build_server().asgi_app(body_timeout=0.5)
+    app = build_server().asgi_app(body_timeout=0.5)  # 30 s to write: a look every 0.05 s
     body = call_json("test_simple_text", {})
     peer = Peer([body[:20]], body_stalls=True)
-    start = trio.current_time()
-    with trio.fail_after(60):
+    elapsed: list[float] = []
+
+    async def request() -> None:
+        start = trio.current_time()
         await app(http_scope(name="test_simple_text"), peer.receive, peer.send)
-    assert trio.current_time() - start == pytest.approx(0.5)
+        elapsed.append(trio.current_time() - start)
+
+    with trio.fail_after(60):
+        if run is Run.NONE:
+            await request()
+        elif run is Run.THROUGHOUT:
+            async with app.lifespan():
+                await request()
+        else:
+            async with trio.open_nursery() as nursery:
+                if run is Run.STARTS_DURING:
+                    nursery.start_soon(request)
+                    await trio.sleep(0.2)
+                    async with app.lifespan():
+                        await trio.sleep(1)
+                else:
+                    async with app.lifespan():
+                        nursery.start_soon(request)
+                        await trio.sleep(0.2)
+    (took,) = elapsed
+    if run in (Run.THROUGHOUT, Run.ENDS_DURING):
+        assert 0.5 - 1e-9 <= took <= 0.5 + 2 * 0.05 + 1e-9
+    else:
+        assert took == pytest.approx(0.5)
     assert [m["status"] for m in peer.starts()] == [408]
     (final,) = peer.bodies()
     assert not final.get("more_body", False)
@@ -968,6 +1003,45 @@ async def test_a_body_that_stops_arriving_gets_one_408(
         "error": {"code": -32600, "message": "Request body not received within 0.5 s"},
     }
     assert len(peer.sent) == 2
+
+
+async def test_a_request_begun_before_the_run_leaves_its_deadlines_to_trio(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    # Its body arrives once the run is on, so it is served; its tool then waits longer than
+    # the body's deadline, which is lifted as for any request that waits: trio's, as it was
+    # set before the run's keeper of deadlines began.
+    mock_clock.autojump_threshold = 0
+    server = Server("patient", "1", validate_outbound=True, loop_warning=None)
+
+    @server.tool()
+    async def patient() -> str:
+        """Waits longer than the body deadline."""
+        await trio.sleep(2.0)
+        return "patient"
+
+    app = server.asgi_app(body_timeout=0.5)
+    peer = Peer([call_json("patient", {})])
+    running, answered = trio.Event(), trio.Event()
+
+    async def receive_once_running() -> dict[str, Any]:
+        await running.wait()
+        return await peer.receive()
+
+    async def request() -> None:
+        await app(http_scope(name="patient"), receive_once_running, peer.send)
+        answered.set()
+
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(request)
+            await trio.sleep(0.1)
+            async with app.lifespan():
+                running.set()
+                await answered.wait()
+    assert [m["status"] for m in peer.starts()] == [200]
+    (final,) = peer.bodies()
+    assert json.loads(final["body"])["result"]["content"][0]["text"] == "patient"
 
 
 def writer_server(world: list[str]) -> Server:
@@ -1022,7 +1096,9 @@ async def test_a_client_that_stops_reading_a_json_response_is_dropped(
         start = trio.current_time()
         with trio.fail_after(60):
             await app(http_scope(name="quick"), peer.receive, peer.send)
-        assert trio.current_time() - start == pytest.approx(0.5)
+        # Never before the write deadline, at most two of its keeper's looks after it (a
+        # look every tenth of the shorter timeout: 0.05 s here).
+        assert 0.5 - 1e-9 <= trio.current_time() - start <= 0.5 + 2 * 0.05 + 1e-9
         assert [m["status"] for m in peer.starts()] == [200]
         assert len(peer.bodies()) == 1
 
