@@ -29,8 +29,26 @@ def run(*args: str) -> str:
         (("bench/tasks_bench.py", "--quick"), r"task creation .*\d\.\d\dx"),
         # what --instructions runs under valgrind, once per app: here without valgrind
         (("bench/asgi_profile.py", "--count-one", "presa-out-off", "-n", "20"), r"^$"),
+        # http_work.py's servers and client (each answer checked), here without valgrind
+        (
+            (
+                "bench/http_work.py",
+                "--no-valgrind",
+                "--requests",
+                "20",
+                "--apps",
+                "presa-out-on,raw",
+            ),
+            r"presa-out-on\s+served.*\nraw\s+served",
+        ),
     ],
-    ids=["asgi_profile", "asgi_profile-opcodes", "tasks_bench", "asgi_profile-count-one"],
+    ids=[
+        "asgi_profile",
+        "asgi_profile-opcodes",
+        "tasks_bench",
+        "asgi_profile-count-one",
+        "http_work-served",
+    ],
 )
 def test_the_bench_runs_and_prints_its_figures(args: tuple[str, ...], expected: str) -> None:
     assert re.search(expected, run(*args)) is not None
