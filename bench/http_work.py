@@ -18,6 +18,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -27,7 +28,7 @@ import trio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.http_bench import PROTO, ROOT, free_port, request_body
+from bench.http_bench import PROTO, ROOT, request_body
 
 # Each app as http_bench.py serves it: the module, and its environment.
 APPS: dict[str, tuple[str, dict[str, str]]] = {
@@ -103,6 +104,14 @@ async def wait_listening(port: int, proc: subprocess.Popen[bytes]) -> None:
                 await trio.sleep(0.2)
 
 
+def ephemeral_port() -> int:
+    """A port the system has free now (not a fixed range: two runs at once must not meet)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
 def serve(label: str, port: int) -> None:
     """The server side (hidden ``--serve`` mode): hypercorn's trio worker serving ``label``
     on 127.0.0.1 until SIGUSR1."""
@@ -125,7 +134,7 @@ def serve(label: str, port: int) -> None:
 def count(label: str, requests: int, connections: int, valgrind: bool) -> int | None:
     """Serve ``label`` (under callgrind, if ``valgrind``), send it ``requests``, stop it;
     return the instructions callgrind counted."""
-    port = free_port(3300, 3399)
+    port = ephemeral_port()
     env = {**os.environ, "PYTHONPATH": str(ROOT), **APPS[label][1]}
     command = [sys.executable, __file__, "--serve", label, "--port", str(port)]
     if valgrind:
