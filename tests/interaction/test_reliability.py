@@ -1005,6 +1005,18 @@ async def test_a_body_that_stops_arriving_gets_one_408(
     assert len(peer.sent) == 2
 
 
+def patient_server() -> Server:
+    server = Server("patient", "1", validate_outbound=True, loop_warning=None)
+
+    @server.tool()
+    async def patient() -> str:
+        """Waits longer than the body deadline (``body_timeout=0.5``)."""
+        await trio.sleep(2.0)
+        return "patient"
+
+    return server
+
+
 async def test_a_request_begun_before_the_run_leaves_its_deadlines_to_trio(
     mock_clock: trio.testing.MockClock,
 ) -> None:
@@ -1012,15 +1024,7 @@ async def test_a_request_begun_before_the_run_leaves_its_deadlines_to_trio(
     # the body's deadline, which is lifted as for any request that waits: trio's, as it was
     # set before the run's keeper of deadlines began.
     mock_clock.autojump_threshold = 0
-    server = Server("patient", "1", validate_outbound=True, loop_warning=None)
-
-    @server.tool()
-    async def patient() -> str:
-        """Waits longer than the body deadline."""
-        await trio.sleep(2.0)
-        return "patient"
-
-    app = server.asgi_app(body_timeout=0.5)
+    app = patient_server().asgi_app(body_timeout=0.5)
     peer = Peer([call_json("patient", {})])
     running, answered = trio.Event(), trio.Event()
 
@@ -1148,13 +1152,7 @@ async def test_the_body_deadline_does_not_bound_a_request_that_takes_longer(
     # first waits, so a tool that outlasts ``body_timeout`` (a sleep, then a sync tool whose
     # run in the event loop lasts past it) still answers.
     mock_clock.autojump_threshold = 0
-    server = Server("patient", "1", validate_outbound=True, loop_warning=None)
-
-    @server.tool()
-    async def patient() -> str:
-        """Waits longer than the body deadline."""
-        await trio.sleep(2.0)
-        return "patient"
+    server = patient_server()
 
     @server.tool(thread=False)
     def busy() -> str:
