@@ -32,7 +32,7 @@ class Deadlines:
     While no task keeps them (before the run starts, after it ends), a deadline is trio's own.
     """
 
-    __slots__ = ("_due", "_kept", "_looks", "_wake", "tick")
+    __slots__ = ("_due", "_idle", "_kept", "_looks", "tick")
 
     def __init__(self, *timeouts: float) -> None:
         shortest = min(timeouts, default=math.inf) / _TICKS_PER_TIMEOUT
@@ -40,15 +40,16 @@ class Deadlines:
         self._due: dict[trio.CancelScope, float] = {}  # the look each is cancelled at
         self._looks = 0  # the keeper's, so far
         self._kept = False
-        self._wake = trio.Event()
+        self._idle: trio.Event | None = None  # what the keeper waits on, with nothing armed
 
     def arm(self, scope: trio.CancelScope, seconds: float) -> None:
         """Cancel ``scope`` ``seconds`` from now, instead of at any deadline armed before."""
         if not self._kept:
             scope.deadline = trio.current_time() + seconds
             return
-        if not self._due:
-            self._wake.set()  # the keeper may be waiting for a first deadline
+        if self._idle is not None:
+            self._idle.set()
+            self._idle = None
         # The next look may be a moment away: one look more than the timeout's worth.
         self._due[scope] = self._looks + 1 + seconds / self.tick
 
@@ -73,8 +74,8 @@ class Deadlines:
         try:
             while True:
                 if not self._due:
-                    self._wake = trio.Event()
-                    await self._wake.wait()
+                    self._idle = trio.Event()
+                    await self._idle.wait()
                 await trio.sleep(self.tick)
                 self._looks += 1
                 late = [scope for scope, look in self._due.items() if look <= self._looks]
@@ -82,7 +83,7 @@ class Deadlines:
                     del self._due[scope]
                     scope.cancel()
         finally:
-            self._kept = False
+            self._kept, self._idle = False, None
             now = trio.current_time()
             for scope, look in self._due.items():
                 scope.deadline = now + (look - self._looks) * self.tick
