@@ -242,12 +242,13 @@ class Dispatcher:
 
     def _encoded(self, request: Request, result: dict[str, Any]) -> bytes:
         """The response carrying ``result``, as bytes; a result that is not JSON (``NaN``, a
-        lone surrogate) is a server fault, answered -32603 like any other, never a broken
-        response."""
+        lone surrogate, an object no JSON writer knows) is a server fault, answered -32603
+        like any other, never a broken response, and logged in one line: the writer's
+        traceback would show only the writer."""
         try:
             return encode(result_message(request.id, result))
-        except (ValueError, UnicodeEncodeError):
-            logger.error("the %s result is not JSON and was dropped", request.method)
+        except (ValueError, TypeError) as exc:  # UnicodeEncodeError is a ValueError
+            logger.error("the %s result is not JSON and was dropped: %s", request.method, exc)
             raise InternalError("Internal error") from None
 
     def _error_data(self, request_id: RequestId | None, error: McpError) -> bytes:
