@@ -14,8 +14,6 @@ import argparse
 import cProfile
 import io
 import pstats
-import re
-import shutil
 import subprocess
 import sys
 import time
@@ -31,7 +29,7 @@ import trio.testing
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import raw_app
+from bench import callgrind, raw_app
 from bench.http_bench import PROTO, ROOT, request_body
 from fixtures.conformance import build_server
 from presa_trio._wire.headers import RoutingHeaders
@@ -225,13 +223,10 @@ def instructions(label: str, n: int) -> float:
     pays for starting Python, building the server and the warm-up)."""
     counts = []
     for requests in (100, 100 + n):
-        command = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
-                   sys.executable, __file__, "--count-one", label, "-n", str(requests)]  # fmt: skip
+        command = [*callgrind.PREFIX, sys.executable, __file__, "--count-one", label,
+                   "-n", str(requests)]  # fmt: skip
         done = subprocess.run(command, capture_output=True, text=True, check=True)
-        found = re.search(r"Collected : (\d+)", done.stderr)
-        if found is None:
-            raise RuntimeError(f"no count from valgrind:\n{done.stderr}")
-        counts.append(int(found.group(1)))
+        counts.append(callgrind.collected(done.stderr))
     return (counts[1] - counts[0]) / n
 
 
@@ -256,8 +251,8 @@ def main() -> int:
         trio.run(drive, app, args.n, body)
         return 0
     if args.instructions:
-        if shutil.which("valgrind") is None:
-            print("asgi_profile: valgrind not found (on Debian: apt-get install -y valgrind)")
+        if not callgrind.available():
+            print(f"asgi_profile: {callgrind.MISSING}")
             return 2
         print(f"Machine instructions per in-process request (callgrind, {args.n:,} requests)")
         for label in APPS:

@@ -62,6 +62,16 @@ def request_body(tool: str) -> str:
     return json.dumps(msg, separators=(",", ":"))
 
 
+# The servers compared: the app hypercorn serves, and its environment. The SDK runs under
+# hypercorn's trio worker as it is (anyio on trio): the same worker class as the others.
+APPS: dict[str, tuple[str, dict[str, str]]] = {
+    "presa-out-on": ("fixtures.conformance:app", {"PRESA_VALIDATE_OUTBOUND": "1"}),
+    "presa-out-off": ("fixtures.conformance:app", {"PRESA_VALIDATE_OUTBOUND": "0"}),
+    "sdk": ("bench.sdk_app:app", {}),
+    "raw": ("bench.raw_app:app", {}),
+}
+
+
 @dataclass
 class Server:
     label: str
@@ -271,15 +281,9 @@ def main() -> int:
               " (taskset is in util-linux)", file=sys.stderr)  # fmt: skip
         return 2
 
-    fixture, flag = "fixtures.conformance:app", {"on": "1", "off": "0"}
-    servers = [
-        Server(f"presa-out-{o}", fixture, {"PRESA_VALIDATE_OUTBOUND": flag[o]})
-        for o in ("on", "off")
-        if args.outbound in (o, "both")
-    ]
-    if args.sdk == "on":  # anyio runs it on trio: the same worker class as the others
-        servers.append(Server("sdk", "bench.sdk_app:app", {}))
-    servers.append(Server("raw", "bench.raw_app:app", {}))
+    chosen = [f"presa-out-{o}" for o in ("on", "off") if args.outbound in (o, "both")]
+    chosen += ["sdk"] if args.sdk == "on" else []
+    servers = [Server(label, *APPS[label]) for label in [*chosen, "raw"]]
 
     # SIGTERM/SIGHUP unwind like Ctrl-C, so the finally below stops the servers.
     for sig in (signal.SIGTERM, signal.SIGHUP):

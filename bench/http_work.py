@@ -15,8 +15,6 @@ import argparse
 import functools
 import importlib
 import os
-import re
-import shutil
 import signal
 import socket
 import subprocess
@@ -28,15 +26,9 @@ import trio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.http_bench import PROTO, ROOT, request_body
+from bench import callgrind
+from bench.http_bench import APPS, PROTO, ROOT, request_body
 
-# Each app as http_bench.py serves it: the module, and its environment.
-APPS: dict[str, tuple[str, dict[str, str]]] = {
-    "presa-out-on": ("fixtures.conformance:app", {"PRESA_VALIDATE_OUTBOUND": "1"}),
-    "presa-out-off": ("fixtures.conformance:app", {"PRESA_VALIDATE_OUTBOUND": "0"}),
-    "sdk": ("bench.sdk_app:app", {}),
-    "raw": ("bench.raw_app:app", {}),
-}
 TOOL = "test_simple_text"
 WARM_UP = 200  # requests before the counted ones, in both runs
 
@@ -138,7 +130,7 @@ def count(label: str, requests: int, connections: int, valgrind: bool) -> int | 
     env = {**os.environ, "PYTHONPATH": str(ROOT), **APPS[label][1]}
     command = [sys.executable, __file__, "--serve", label, "--port", str(port)]
     if valgrind:
-        command = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *command]
+        command = [*callgrind.PREFIX, *command]
     proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, start_new_session=True)  # fmt: skip
     try:
@@ -154,10 +146,7 @@ def count(label: str, requests: int, connections: int, valgrind: bool) -> int | 
         raise RuntimeError(f"{label}: the server exited {proc.returncode}:\n{stderr.decode()}")
     if not valgrind:
         return None
-    found = re.search(rb"Collected : (\d+)", stderr)
-    if found is None:
-        raise RuntimeError(f"no count from valgrind:\n{stderr.decode()}")
-    return int(found.group(1))
+    return callgrind.collected(stderr.decode())
 
 
 def main() -> int:
@@ -179,8 +168,8 @@ def main() -> int:
     if unknown:
         ap.error(f"unknown app(s): {', '.join(unknown)}")
     valgrind = not args.no_valgrind
-    if valgrind and shutil.which("valgrind") is None:
-        print("http_work: valgrind not found (on Debian: apt-get install -y valgrind)")
+    if valgrind and not callgrind.available():
+        print(f"http_work: {callgrind.MISSING}")
         return 2
     print(
         f"Machine instructions per tools/call over HTTP (hypercorn trio worker, callgrind;"

@@ -142,7 +142,7 @@ class Dispatcher:
     def _negotiate(self, meta: dialect.RequestMeta) -> None:
         """Per-request extension negotiation: each declared extension checks its settings."""
         declared = meta.client_capabilities.get("extensions")
-        if declared is None or not isinstance(declared, Mapping):
+        if declared is None or not isinstance(declared, Mapping):  # None: no ABC check
             return
         for extension in self._extensions:
             if extension.id in declared:
