@@ -9,9 +9,10 @@ lifespan runs the server (``open_runtime``); a client disconnect cancels its req
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import final
 
@@ -362,19 +363,33 @@ def _scan_headers(
     """One pass over the request headers: every Host, Origin and Authorization value in
     order, and the ``Mcp-*`` headers grouped by name for ``RoutingHeaders``. ASGI servers
     give the names in lower case; one that does not is read the same."""
-    hosts: list[str] = []
-    origins: list[str] = []
-    credentials: list[str] = []
+    kept: tuple[list[str], list[str], list[str]] = ([], [], [])
     mcp: dict[str, list[bytes]] = {}
-    wanted = {b"host": hosts, b"origin": origins, b"authorization": credentials}
     for name, value in raw:
-        name = name.lower()
-        values = wanted.get(name)
-        if values is not None:
-            values.append(value.decode("latin-1"))
-        elif name.startswith(b"mcp-"):
-            mcp.setdefault(name.decode("latin-1"), []).append(value)
-    return hosts, origins, credentials, mcp
+        kind = _kind_of(name)
+        if kind is None:
+            continue
+        if isinstance(kind, int):
+            kept[kind].append(value.decode("latin-1"))
+        else:
+            mcp.setdefault(kind, []).append(value)
+    return *kept, mcp
+
+
+_KEPT = {b"host": 0, b"origin": 1, b"authorization": 2}  # their places in ``kept`` above
+
+
+# A client sends the same few names on every request: what each is to the scan is worked
+# out once. The bound keeps a client that invents names from growing it.
+@functools.lru_cache(maxsize=256)
+def _kind_of(name: bytes) -> int | str | None:
+    """Where the scan puts a header: its place in ``kept``, the lower-case name of an
+    ``mcp-*`` header, or None for any other header (nothing here reads it)."""
+    name = name.lower()
+    place = _KEPT.get(name)
+    if place is not None:
+        return place
+    return name.decode("latin-1") if name.startswith(b"mcp-") else None
 
 
 def _own_path(scope: Scope) -> str:
@@ -431,15 +446,19 @@ class HttpResponder:
         self._gone = False
         self.finishing = False  # the final write has begun
 
-    async def _write(
+    def _write(
         self, message: Message, then: Message | None = None, *, final: bool = False
-    ) -> None:
-        """Send ``message`` (and ``then`` right after it) within one ``write_timeout``."""
+    ) -> Awaitable[None]:
+        """Send ``message`` (and ``then`` right after it) within one ``write_timeout``: the
+        coroutine that does it, handed on (every write passes here, and a frame of its own
+        would pass each of the write's yields on again)."""
+        if final and self._scope is not None and not self._gone:
+            return self._final_write(self._scope, message, then)
+        return self._bounded_write(message, then, final)
+
+    async def _bounded_write(self, message: Message, then: Message | None, final: bool) -> None:
         if self._gone:
             await trio.lowlevel.checkpoint()
-            return
-        if final and self._scope is not None:
-            await self._final_write(self._scope, message, then)
             return
         with trio.move_on_after(self._write_timeout, shield=final) as late:
             await self.send(message)
