@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from functools import partial
 from typing import Any, Protocol, final
 
 import trio
@@ -219,7 +220,7 @@ class Dispatcher:
             meta,
             runtime=runtime,
             schemas=self.schemas,
-            notify=self._checked_notify(responder),
+            notify=partial(self._checked_notify, responder),
             headers=headers,
             keepalive=responder.keepalive,
             principal_of=self.settings.principal,
@@ -298,24 +299,20 @@ class Dispatcher:
 
     # ------------------------------------------------------------------ outbound checks
 
-    def _checked_notify(self, responder: Responder) -> Callable[[dict[str, Any]], Awaitable[None]]:
-        """How a handler's notifications reach the responder: checked (when outbound
-        validation is on) and encoded; one that is not JSON fails the request with -32603."""
-        definitions = self._notification_defs if self.settings.validate_outbound else None
-
-        async def notify(message: dict[str, Any]) -> None:
-            if definitions is not None:
-                definition = definitions.get(message["method"], "JSONRPCNotification")
-                violations = self.schemas.violations(definition, message)
-                if violations:
-                    raise InternalError(f"Server built an invalid notification: {violations[0]}")
-            try:
-                data = encode(message)
-            except (ValueError, UnicodeEncodeError):
-                raise InternalError("Server built a notification that is not JSON") from None
-            await responder.notify(data)
-
-        return notify
+    async def _checked_notify(self, responder: Responder, message: dict[str, Any]) -> None:
+        """How a handler's notifications reach the responder (each request's context has it
+        bound to its responder): checked (when outbound validation is on) and encoded; one
+        that is not JSON fails the request with -32603."""
+        if self.settings.validate_outbound:
+            definition = self._notification_defs.get(message["method"], "JSONRPCNotification")
+            violations = self.schemas.violations(definition, message)
+            if violations:
+                raise InternalError(f"Server built an invalid notification: {violations[0]}")
+        try:
+            data = encode(message)
+        except (ValueError, UnicodeEncodeError):
+            raise InternalError("Server built a notification that is not JSON") from None
+        await responder.notify(data)
 
     def _check_result(self, route: Route, result: Mapping[str, Any]) -> None:
         if not self.settings.validate_outbound:
