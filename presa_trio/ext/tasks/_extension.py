@@ -213,8 +213,10 @@ class TasksExtension(Extension):
         self, ctx: Context, tool: Tool, arguments: Mapping[str, Any], call_next: CallNext
     ) -> dict[str, Any]:
         """Decide sync or task (T§3.2); create the task before answering."""
+        if OPTION not in tool.options:  # the common case: a tool that never runs as a task
+            return await call_next(ctx, tool, arguments)
         policy = self._policy(ctx, tool, arguments)
-        if policy == "sync":  # the common case: nothing of Tasks to look at
+        if policy == "sync":
             return await call_next(ctx, tool, arguments)
         declared = ctx.has_capability("extensions", self.id)
         if policy == "optional" and not declared:
