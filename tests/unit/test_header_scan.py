@@ -1,0 +1,36 @@
+"""The HTTP edge's one pass over the request headers (``_scan_headers``)."""
+
+from __future__ import annotations
+
+from presa_trio._transports.asgi import _kind_of, _scan_headers
+
+
+def test_every_value_is_kept_in_order_whatever_the_names_case() -> None:
+    raw = [
+        (b"Host", b"a.test"),
+        (b"content-type", b"application/json"),
+        (b"MCP-Name", b"first"),
+        (b"host", b"b.test"),
+        (b"Origin", b"http://o.test"),
+        (b"x-mcp-name", b"not ours"),
+        (b"mcp-name", b"second"),
+        (b"AUTHORIZATION", b"Bearer t\xe9"),
+        (b"Mcp-Param-Region", b"eu"),
+    ]
+    hosts, origins, credentials, mcp = _scan_headers(raw)
+    assert hosts == ["a.test", "b.test"]
+    assert origins == ["http://o.test"]
+    assert credentials == ["Bearer t\u00e9"]  # latin-1, as HTTP header bytes are read
+    assert mcp == {"mcp-name": [b"first", b"second"], "mcp-param-region": [b"eu"]}
+
+
+def test_a_request_without_those_headers_has_empty_lists() -> None:
+    assert _scan_headers([(b"accept", b"*/*")]) == ([], [], [], {})
+
+
+def test_the_names_remembered_are_bounded() -> None:
+    _kind_of.cache_clear()
+    for n in range(1_000):  # a client inventing a name per header
+        _scan_headers([(f"x-invented-{n}".encode(), b"v")])
+    assert _kind_of.cache_info().currsize == 256
+    assert _scan_headers([(b"Host", b"h")])[0] == ["h"]  # still read after the churn
