@@ -102,7 +102,9 @@ def decode_json(body: bytes | str) -> object:
     included, instead of 4.0): orjson refuses everything the standard library's path below
     refuses, and then that path decides, with its own messages. orjson reads an integer
     beyond 64 bits as a float, so a body with a run of 19 digits takes that path too."""
-    if isinstance(body, bytes) and _LONG_DIGITS not in body.translate(_ZEROS):
+    # ``find``, not ``in``: CPython 3.11 tries the operand of ``in`` on bytes as an integer
+    # first, and makes and drops a TypeError with its message on every call.
+    if isinstance(body, bytes) and body.translate(_ZEROS).find(_LONG_DIGITS) < 0:
         try:
             value = orjson.loads(body)
         except orjson.JSONDecodeError:
@@ -230,7 +232,8 @@ def to_json(value: Any, largest: int = sys.maxsize) -> bytes:
         data = orjson.dumps(value, option=_PASS_ON)
     except orjson.JSONEncodeError:
         return _encode_strictly(value)
-    if len(data) > largest or b"null" in data:  # null: perhaps NaN or an infinity
+    # null: perhaps NaN or an infinity (``find``, not ``in``: see ``decode_json``)
+    if len(data) > largest or data.find(b"null") >= 0:
         return _encode_strictly(value)
     return data
 
