@@ -96,7 +96,7 @@ class Extension:
         Called during admission, after the core ``_meta`` checks and before method lookup;
         raise an ``McpError`` to refuse the request. The default accepts any settings object.
         """
-        if not isinstance(settings, Mapping):
+        if type(settings) is not dict and not isinstance(settings, Mapping):  # dict: no ABC
             raise InvalidParams(f"Settings for extension {self.id} must be an object")
 
     def routes(self) -> Iterable[Route]:

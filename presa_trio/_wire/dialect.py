@@ -97,7 +97,7 @@ def declares(capabilities: Mapping[str, Any], required: Mapping[str, Any]) -> bo
     """
     for key, sub in required.items():
         have = capabilities.get(key)
-        if not isinstance(have, Mapping):
+        if type(have) is not dict and not isinstance(have, Mapping):  # dict: no ABC check
             return False
         if key == "elicitation" and not sub and have and "form" not in have:
             return False
