@@ -4,7 +4,8 @@ No sockets, no hypercorn, no concurrency: trio scheduler passes are not amortize
 The breakdown starts from two raw apps: the raw app itself (trio's scheduler passes and the
 exchange, which presa pays too) and the raw app inside a cancel scope used as presa uses its one
 request scope (what that scope adds). Then it times each stage of presa's request alone
-(coroutines driven by hand, so that no scheduler pass lands in a stage); what is left of the
+(coroutines driven by hand, so that no scheduler pass lands in a stage), each one directly,
+never as the difference of two timings, which noise could make negative. What is left of the
 whole is the ASGI edge (headers, the responder, the first-wait forwarder) and the joins between
 stages, which cost more inside a whole request than alone."""
 
@@ -20,6 +21,7 @@ import time
 import timeit
 from collections import Counter
 from collections.abc import Callable, Coroutine
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +34,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench import callgrind, raw_app
 from bench.http_bench import PROTO, ROOT, request_body
 from fixtures.conformance import build_server
+from presa_trio._context import Context
+from presa_trio._requestlog import CURRENT
 from presa_trio._wire.headers import RoutingHeaders
 from presa_trio._wire.jsonrpc import Request, encode, parse_message, result_message
 
@@ -164,7 +168,8 @@ def best_us(fn: Callable[[], object], n: int) -> float:
 
 
 async def stages(app: Any, body: bytes, n: int) -> dict[str, float]:
-    """Microseconds per request of each stage of presa's request path, timed alone."""
+    """Microseconds per request of each stage of presa's request path, each timed alone
+    (none is a difference of two timings, which noise can make negative)."""
     dispatcher = app.dispatcher
     request = parse_message(body)
     assert isinstance(request, Request)
@@ -178,30 +183,44 @@ async def stages(app: Any, body: bytes, n: int) -> dict[str, float]:
     async with app.lifespan() as runtime:
         headers = RoutingHeaders(raw_headers)
         result = by_hand(dispatcher._run(request, headers, Quiet(), runtime, None))
-        ctx_args = (
-            request.id,
-            request.method,
-            request.params,
-            dispatcher.admit(request, headers)[1],
-        )
+        meta = dispatcher.admit(request, headers)[1]
+        quiet = Quiet()
 
-        def handler() -> object:
-            from presa_trio._context import Context
+        def context() -> Context:
+            return Context(
+                request.id,
+                request.method,
+                request.params,
+                meta,
+                runtime=runtime,
+                schemas=dispatcher.schemas,
+                notify=partial(dispatcher._checked_notify, quiet),
+                headers=headers,
+                keepalive=quiet.keepalive,
+                principal_of=dispatcher.settings.principal,
+                logging=dispatcher.settings.logging,
+                authorization=None,
+            )
 
-            ctx = Context(*ctx_args, runtime=runtime, schemas=dispatcher.schemas, headers=headers)
-            return by_hand(route.handler(ctx, request.params))
+        def dispatch() -> None:
+            # what the dispatcher itself does around the handler: the log context, the
+            # request's Context, the result's stamps (on a copy, as each result is new)
+            token = CURRENT.set((str(request.id), request.method))
+            context()
+            dispatcher._finish(dict(result))
+            CURRENT.reset(token)
 
+        ctx = context()
+        # the admission ladder without its inbound validation (a server of its own)
+        ladder = build_server(validate_inbound=False, loop_warning=None).asgi_app().dispatcher
         inbound = best_us(lambda: dispatcher.schemas.violations("CallToolRequest", message), n)
         outbound = best_us(lambda: dispatcher._check_result(route, result), n)
-        admit = best_us(lambda: dispatcher.admit(request, RoutingHeaders(raw_headers)), n)
-        run = best_us(lambda: by_hand(dispatcher._run(request, headers, Quiet(), runtime, None)), n)
-        handler_us = best_us(handler, n)
         return {
             "parse": best_us(lambda: parse_message(body), n),
-            "admission": admit - inbound,
+            "admission": best_us(lambda: ladder.admit(request, RoutingHeaders(raw_headers)), n),
             "validation": inbound + outbound,
-            "dispatch": run - admit - handler_us - outbound,
-            "handler": handler_us,
+            "dispatch": best_us(dispatch, n),
+            "handler": best_us(lambda: by_hand(route.handler(ctx, request.params)), n),
             "encode": best_us(lambda: encode(result_message(1, result)), n),
         }
 
@@ -289,8 +308,8 @@ def main() -> int:
     # A server of its own: the stage loops block the event loop on purpose (no loop warning).
     alone = build_server(validate_outbound=True, loop_warning=None).asgi_app()
     parts = {
-        "raw exchange": totals["raw"],  # what the raw app costs: trio's passes, the exchange
-        "request cancel scope": totals["raw-in-scope"] - totals["raw"],
+        "trio: the raw exchange": totals["raw"],  # trio's passes and the exchange
+        "trio: the request scope": totals["raw-in-scope"] - totals["raw"],
         **trio.run(stages, alone, body, max(args.n // 4, 1000)),
     }
     parts["ASGI edge + the rest"] = totals["presa-out-on"] - sum(parts.values())

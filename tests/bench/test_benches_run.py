@@ -52,3 +52,24 @@ def run(*args: str) -> str:
 )
 def test_the_bench_runs_and_prints_its_figures(args: tuple[str, ...], expected: str) -> None:
     assert re.search(expected, run(*args)) is not None
+
+
+def test_the_in_process_breakdown_names_every_stage_each_timed_on_its_own() -> None:
+    """The breakdown issue 12 asks for: trio's machinery, parse, admission, validation,
+    dispatch, handler and encode, each stage timed directly (so never below zero)."""
+    out = run("bench/asgi_profile.py", "-n", "40", "--runs", "1")
+    stages = [
+        "trio: the raw exchange",
+        "trio: the request scope",
+        "parse",
+        "admission",
+        "validation",
+        "dispatch",
+        "handler",
+        "encode",
+    ]
+    for stage in stages:
+        found = re.search(rf"^  {re.escape(stage)}\s+(-?\d+\.\d)\s", out, re.MULTILINE)
+        assert found is not None, f"{stage!r} missing from:\n{out}"
+        if stage != "trio: the request scope":  # a difference of two whole-request timings
+            assert float(found.group(1)) > 0, f"{stage!r} not positive in:\n{out}"
