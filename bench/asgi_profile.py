@@ -21,7 +21,6 @@ import time
 import timeit
 from collections import Counter
 from collections.abc import Callable, Coroutine
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +33,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench import callgrind, raw_app
 from bench.http_bench import PROTO, ROOT, request_body
 from fixtures.conformance import build_server
-from presa_trio._context import Context
 from presa_trio._requestlog import CURRENT
 from presa_trio._wire.headers import RoutingHeaders
 from presa_trio._wire.jsonrpc import Request, encode, parse_message, result_message
@@ -186,21 +184,8 @@ async def stages(app: Any, body: bytes, n: int) -> dict[str, float]:
         meta = dispatcher.admit(request, headers)[1]
         quiet = Quiet()
 
-        def context() -> Context:
-            return Context(
-                request.id,
-                request.method,
-                request.params,
-                meta,
-                runtime=runtime,
-                schemas=dispatcher.schemas,
-                notify=partial(dispatcher._checked_notify, quiet),
-                headers=headers,
-                keepalive=quiet.keepalive,
-                principal_of=dispatcher.settings.principal,
-                logging=dispatcher.settings.logging,
-                authorization=None,
-            )
+        def context() -> Any:
+            return dispatcher._context(request, meta, headers, quiet, runtime, None)
 
         def dispatch() -> None:
             # what the dispatcher itself does around the handler: the log context, the

@@ -214,20 +214,7 @@ class Dispatcher:
         authorization: Authorization | None,
     ) -> dict[str, Any]:
         route, meta = self.admit(request, headers)
-        ctx = Context(
-            request.id,
-            request.method,
-            request.params,
-            meta,
-            runtime=runtime,
-            schemas=self.schemas,
-            notify=partial(self._checked_notify, responder),
-            headers=headers,
-            keepalive=responder.keepalive,
-            principal_of=self.settings.principal,
-            logging=self.settings.logging,
-            authorization=authorization,
-        )
+        ctx = self._context(request, meta, headers, responder, runtime, authorization)
         if not route.input_required:
             result = await route.handler(ctx, request.params)
         else:
@@ -241,6 +228,31 @@ class Dispatcher:
         self._finish(result)
         self._check_result(route, result)
         return result
+
+    def _context(
+        self,
+        request: Request,
+        meta: dialect.RequestMeta,
+        headers: routing.RoutingHeaders | None,
+        responder: Responder,
+        runtime: Runtime,
+        authorization: Authorization | None,
+    ) -> Context:
+        """The handler's view of an admitted request."""
+        return Context(
+            request.id,
+            request.method,
+            request.params,
+            meta,
+            runtime=runtime,
+            schemas=self.schemas,
+            notify=partial(self._checked_notify, responder),
+            headers=headers,
+            keepalive=responder.keepalive,
+            principal_of=self.settings.principal,
+            logging=self.settings.logging,
+            authorization=authorization,
+        )
 
     def _encoded(self, request: Request, result: dict[str, Any]) -> bytes:
         """The response carrying ``result``, as bytes; a result that is not JSON (``NaN``, a
