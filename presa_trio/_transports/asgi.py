@@ -9,7 +9,6 @@ lifespan runs the server (``open_runtime``); a client disconnect cancels its req
 
 from __future__ import annotations
 
-import functools
 import logging
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
@@ -366,7 +365,10 @@ def _scan_headers(
     kept: tuple[list[str], list[str], list[str]] = ([], [], [])
     mcp: dict[str, list[bytes]] = {}
     for name, value in raw:
-        kind = _kind_of(name)
+        try:
+            kind = _KINDS[name]
+        except KeyError:
+            kind = _kind_of(name)
         if kind is None:
             continue
         if isinstance(kind, int):
@@ -377,19 +379,22 @@ def _scan_headers(
 
 
 _KEPT = {b"host": 0, b"origin": 1, b"authorization": 2}  # their places in ``kept`` above
+# What the first distinct header names are to the scan (a client sends the same few on
+# every request); a name beyond them is worked out each time it comes.
+_KINDS: dict[bytes, int | str | None] = {}
+_MAX_KINDS = 256
 
 
-# A client sends the same few names on every request: what each is to the scan is worked
-# out once. The bound keeps a client that invents names from growing it.
-@functools.lru_cache(maxsize=256)
 def _kind_of(name: bytes) -> int | str | None:
     """Where the scan puts a header: its place in ``kept``, the lower-case name of an
     ``mcp-*`` header, or None for any other header (nothing here reads it)."""
-    name = name.lower()
-    place = _KEPT.get(name)
-    if place is not None:
-        return place
-    return name.decode("latin-1") if name.startswith(b"mcp-") else None
+    lower = name.lower()
+    kind: int | str | None = _KEPT.get(lower)
+    if kind is None and lower.startswith(b"mcp-"):
+        kind = lower.decode("latin-1")
+    if len(_KINDS) < _MAX_KINDS:
+        _KINDS[name] = kind
+    return kind
 
 
 def _own_path(scope: Scope) -> str:
