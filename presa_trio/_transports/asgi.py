@@ -380,9 +380,11 @@ def _scan_headers(
 
 _KEPT = {b"host": 0, b"origin": 1, b"authorization": 2}  # their places in ``kept`` above
 # What the first distinct header names are to the scan (a client sends the same few on
-# every request); a name beyond them is worked out each time it comes.
+# every request); a name beyond them, or longer than any real one, is worked out each time
+# it comes. At most 256 names of at most 64 bytes stay.
 _KINDS: dict[bytes, int | str | None] = {}
 _MAX_KINDS = 256
+_LONGEST_KEPT_NAME = 64
 
 
 def _kind_of(name: bytes) -> int | str | None:
@@ -392,7 +394,7 @@ def _kind_of(name: bytes) -> int | str | None:
     kind: int | str | None = _KEPT.get(lower)
     if kind is None and lower.startswith(b"mcp-"):
         kind = lower.decode("latin-1")
-    if len(_KINDS) < _MAX_KINDS:
+    if len(_KINDS) < _MAX_KINDS and len(name) <= _LONGEST_KEPT_NAME:
         _KINDS[name] = kind
     return kind
 

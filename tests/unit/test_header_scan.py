@@ -31,6 +31,9 @@ def test_a_request_without_those_headers_has_empty_lists() -> None:
 
 def test_the_names_remembered_are_bounded() -> None:
     asgi._KINDS.clear()
+    long_name = b"mcp-" + b"x" * 4_000  # read, never remembered
+    assert _scan_headers([(long_name, b"v")])[3] == {long_name.decode(): [b"v"]}
+    assert asgi._KINDS == {}
     for n in range(1_000):  # a client inventing a name per header
         _scan_headers([(f"x-invented-{n}".encode(), b"v")])
     assert len(asgi._KINDS) == asgi._MAX_KINDS
