@@ -67,8 +67,9 @@ def running(
     """Run ``app`` under hypercorn's trio worker on 127.0.0.1 until the block ends.
 
     ``args`` go to hypercorn (``--workers 3``, say), ``env`` adds to the environment. The
-    output goes to ``log_path`` (a temporary file when not given). At the end whatever
-    still runs is stopped: SIGTERM to the whole process group, then SIGKILL.
+    output goes to ``log_path`` (a temporary file when not given), and the end of it is noted
+    on an error raised inside the block. At the end whatever still runs is stopped: SIGTERM
+    to the whole process group, then SIGKILL.
     """
     with tempfile.TemporaryDirectory() as scratch:
         if log_path is None:
@@ -111,6 +112,9 @@ def running(
                         ) from None
                     time.sleep(0.05)
             yield served
+        except Exception as exc:  # a failure inside the block (a fixture's warm-up, say)
+            exc.add_note(f"{app} server log, its end:\n{served.log()[-4000:]}")
+            raise
         finally:
             _stop_group(process)
 
