@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import os
 import sqlite3
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import TypeVar, final
@@ -44,6 +45,7 @@ T = TypeVar("T")
 SCHEMA_VERSION = 1
 BUSY_TIMEOUT = 5.0  # seconds a statement waits for another writer's lock
 POOL_SIZE = 4
+_WAL_RETRY_SECONDS = 0.005
 DEFAULT_POLL = 0.01
 
 _SCHEMA = (
@@ -65,12 +67,28 @@ def connect(path: str, busy_timeout: float = BUSY_TIMEOUT) -> sqlite3.Connection
     )
     try:
         conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
-        conn.execute("PRAGMA journal_mode = WAL")
+        _use_wal(conn, busy_timeout)
         conn.execute("PRAGMA synchronous = NORMAL")
     except BaseException:
         conn.close()
         raise
     return conn
+
+
+def _use_wal(conn: sqlite3.Connection, busy_timeout: float) -> None:
+    """Put the file in WAL mode (a file keeps it). When several connections switch a new
+    file at the same moment (workers starting together), SQLite refuses all but one with
+    "database is locked" at once, without waiting out the busy timeout: the others try
+    again, within that timeout. Called in a worker thread, never on the event loop."""
+    deadline = time.monotonic() + busy_timeout
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+        time.sleep(_WAL_RETRY_SECONDS)
 
 
 def migrate(conn: sqlite3.Connection) -> None:
