@@ -7,6 +7,7 @@ import sqlite3
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -239,12 +240,17 @@ def test_workers_starting_together_open_a_new_sqlite_file(tmp_path: Path) -> Non
             except BackendError as exc:  # collected for the assertion below
                 errors.append(str(exc))
 
-        threads = [threading.Thread(target=start) for _ in range(6)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        in_threads_at_once(6, start)
     assert errors == []
+
+
+def in_threads_at_once(count: int, start: Callable[[], None]) -> None:
+    """``start`` in ``count`` threads started together, until every one has returned."""
+    threads = [threading.Thread(target=start) for _ in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
 
 
 def test_instances_starting_together_migrate_once(postgres: Cluster) -> None:
@@ -257,11 +263,7 @@ def test_instances_starting_together_migrate_once(postgres: Cluster) -> None:
         except BaseException as exc:  # collected for the assertion below
             errors.append(exc)
 
-    threads = [threading.Thread(target=start) for _ in range(6)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    in_threads_at_once(6, start)
     assert errors == []
     with psycopg.connect(url) as db:
         version = db.execute("SELECT value FROM presa_meta WHERE key = 'schema_version'")
