@@ -363,8 +363,13 @@ class TaskRunner:
         delivers into their channels.
         """
         live = self._live[task_id]  # only the task's own work asks, while it runs
-        found = {k: live.answered[k] for k in requests if k in live.answered}
-        missing = {k: v for k, v in requests.items() if k not in found}
+        found: dict[str, Any] = {}
+        missing: dict[str, Mapping[str, Any]] = {}
+        for key, request in requests.items():
+            if key in live.answered:
+                found[key] = live.answered[key]
+            else:
+                missing[key] = request
         if not missing:
             await trio.lowlevel.checkpoint()
             return found
