@@ -197,30 +197,49 @@ async def throughput(server: Server, runtime: Runtime, ops: int, runs: int) -> N
         print(f"   {label:<46} {rate:>9,.0f} ops/s  {rate / base:5.2f}x  {1e6 / rate:6.1f} us/op")
 
 
+def owner(frame: Any) -> str:
+    """Whose work a frame does: presa's, trio's (trio and outcome, with the methods attrs
+    makes for their classes), or the harness's. The standard library's frames and generated
+    ``__init__`` methods count as their caller's (trio's ``contextlib`` managers are trio's)."""
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if "presa_trio" in name:
+            return "presa"
+        if "/trio/" in name or "/outcome/" in name or name.startswith("<attrs generated"):
+            return "trio"
+        if name == __file__:
+            return "harness"
+        frame = frame.f_back
+    return "harness"
+
+
 async def opcodes(server: Server, runtime: Runtime, ops: int) -> None:
     """Python opcodes per op (``sys.settrace`` with ``f_trace_opcodes``): deterministic where
     times are noisy; C work (JSON, jsonschema-rs) counts as one call. A task's run counts.
-    The last line is trio's own share of a task: the runner's shape with no presa code."""
-    count = 0
+    Each op's count is split by whose code ran it (``owner``). The last row is trio's own
+    share of a task: the runner's shape with no presa code. The closing lines say how far
+    trio's share alone puts a task's creation from a plain call."""
+    counts: Counter[str] = Counter()
 
     def trace(frame: Any, event: str, arg: Any) -> Any:
         frame.f_trace_opcodes = True
+        whose = owner(frame)
+
+        def local(frame: Any, event: str, arg: Any) -> Any:
+            if event == "opcode":
+                counts[whose] += 1
+            return local
+
         return local
 
-    def local(frame: Any, event: str, arg: Any) -> Any:
-        nonlocal count
-        count += event == "opcode"
-        return local
-
-    async def per_op(step: Callable[[], Awaitable[object]]) -> float:
-        nonlocal count
-        count = 0
+    async def per_op(step: Callable[[], Awaitable[object]]) -> dict[str, float]:
+        counts.clear()
         sys.settrace(trace)
         for _ in range(ops):
             await step()
         await trio.testing.wait_all_tasks_blocked()  # task runs are counted too
         sys.settrace(None)
-        return count / ops
+        return {whose: counts[whose] / ops for whose in ("presa", "trio", "harness")}
 
     async def shape() -> None:  # the runner's: a nursery, the TTL its scope's deadline
         async with trio.open_nursery() as nursery:
@@ -242,9 +261,21 @@ async def opcodes(server: Server, runtime: Runtime, ops: int) -> None:
                 await per_op(partial(spawn, nursery)),
             )
         )
-    base = rows[0][1]
-    for label, per in rows:
-        print(f"   {label:<46} {per:>9,.0f} opcodes  {base / per:5.2f}x")
+    print(f"   {'':<46} {'opcodes':>9}  {'ratio':>5}  {'presa':>7} {'trio':>7} {'harness':>7}")
+    plain = sum(rows[0][1].values())
+    for label, split in rows:
+        total = sum(split.values())
+        parts = " ".join(f"{split[whose]:>7,.0f}" for whose in ("presa", "trio", "harness"))
+        print(f"   {label:<46} {total:>9,.0f}  {plain / total:4.2f}x  {parts}")
+    # A creation is a plain call's work and more: with nothing of presa's beyond a plain
+    # call's, it would still pay trio's share, and at the least trio's shape alone.
+    trio_creation = rows[1][1]["trio"] - rows[0][1]["trio"]
+    trio_shape = sum(rows[-1][1].values())
+    print(
+        f"   creation with no presa work beyond a plain call's: at most"
+        f" {plain / (plain + trio_creation):.2f}x (trio's share of a creation as it is),"
+        f" {plain / (plain + trio_shape):.2f}x (trio's shape alone)"
+    )
 
 
 async def trio_floor(count: int) -> float:

@@ -73,3 +73,26 @@ def test_the_in_process_breakdown_names_every_stage_each_timed_on_its_own() -> N
         assert found is not None, f"{stage!r} missing from:\n{out}"
         if stage != "trio: the request scope":  # a difference of two whole-request timings
             assert float(found.group(1)) > 0, f"{stage!r} not positive in:\n{out}"
+
+
+def test_the_task_opcodes_are_split_by_whose_code_runs_them() -> None:
+    """``tasks_bench.py --opcodes``: each op's count is presa's, trio's and the harness's, which
+    add up to it; trio's shape alone runs no presa code; a creation runs far more of trio than
+    a plain call (its nursery, scopes and checkpoints); the ceiling that puts on creation."""
+    out = run("bench/tasks_bench.py", "--opcodes")
+    rows = {}
+    for label in ("plain sync tools/call", "task creation", "tasks/get", "trio alone"):
+        found = re.search(
+            rf"^   {re.escape(label)}.*?\s([\d,]+)\s+\d\.\d\dx\s+([\d,]+)\s+([\d,]+)\s+([\d,]+)$",
+            out,
+            re.MULTILINE,
+        )
+        assert found is not None, f"{label!r} missing from:\n{out}"
+        total, presa, trio, harness = (int(g.replace(",", "")) for g in found.groups())
+        assert abs(presa + trio + harness - total) <= 2, found.group(0)  # each rounded
+        rows[label] = (presa, trio)
+    assert rows["trio alone"][0] == 0 and rows["trio alone"][1] > 1_000
+    assert rows["task creation"][1] > 10 * rows["plain sync tools/call"][1]
+    ceiling = re.search(r"at most (\d\.\d\d)x \(trio's share.*?, (\d\.\d\d)x \(trio's shape", out)
+    assert ceiling is not None, out
+    assert 0 < float(ceiling.group(1)) < float(ceiling.group(2)) < 1
