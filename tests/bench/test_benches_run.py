@@ -26,6 +26,11 @@ def run(*args: str) -> str:
     [
         (("bench/asgi_profile.py", "-n", "40"), r"presa-out-on\s+\d+\.\d\n"),
         (("bench/asgi_profile.py", "--opcodes"), r"presa-out-on\s+[\d,]+\n"),
+        (
+            ("bench/asgi_profile.py", "--cold", "-n", "20", "--runs", "1"),
+            r"presa-out-on\s+\d+\.\d\s+\d+\.\d\n(.|\n)*beyond raw: .* us cold(.|\n)*"
+            r"\n  validation\s+\d+\.\d\s+\d+\.\d",
+        ),
         (("bench/tasks_bench.py", "--quick"), r"task creation .*\d\.\d\dx"),
         # what --instructions runs under valgrind, once per app: here without valgrind
         (("bench/asgi_profile.py", "--count-one", "presa-out-off", "-n", "20"), r"^$"),
@@ -45,6 +50,7 @@ def run(*args: str) -> str:
     ids=[
         "asgi_profile",
         "asgi_profile-opcodes",
+        "asgi_profile-cold",
         "tasks_bench",
         "asgi_profile-count-one",
         "http_work-served",
