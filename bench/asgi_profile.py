@@ -90,7 +90,7 @@ class Exchange:
 class Evictor:
     """What ``--cold`` runs before each request: a store to every 64-byte line of an 8 MB
     buffer and a pass over 20,000 small dicts, so that the request starts with the core's L1
-    and L2 caches (64 KB and 1 MB on this machine) holding other data, as it does in a loaded
+    and L2 caches (32 KB and 1 MB a core here) holding other data, as it does in a loaded
     server, where hypercorn's work for the other connections runs between a request's steps.
     About 1.1 ms; the request's time does not include it."""
 
