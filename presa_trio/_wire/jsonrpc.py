@@ -89,8 +89,12 @@ def _finite(number: str) -> float:
 _decoder = json.JSONDecoder(parse_constant=_not_json, parse_float=_finite)  # made once
 
 
-_ZEROS = bytes.maketrans(b"123456789", b"000000000")  # every digit as 0
-_LONG_DIGITS = b"0" * 19  # a run as long as the shortest integer beyond 64 bits
+# The body's shape, for the two things orjson is not trusted with: every digit reads as 0
+# and every opening brace as an opening bracket, so one pass finds a run of 19 digits (the
+# shortest integer beyond 64 bits) and counts the arrays and objects that open (a message
+# nests no deeper than that count).
+_SHAPE = bytes.maketrans(b"123456789{", b"000000000[")
+_LONG_DIGITS = b"0" * 19
 
 
 def decode_json(body: bytes | str) -> object:
@@ -102,17 +106,21 @@ def decode_json(body: bytes | str) -> object:
     included, instead of 4.0): orjson refuses everything the standard library's path below
     refuses, and then that path decides, with its own messages. orjson reads an integer
     beyond 64 bits as a float, so a body with a run of 19 digits takes that path too."""
-    # ``find``, not ``in``: CPython 3.11 tries the operand of ``in`` on bytes as an integer
-    # first, and makes and drops a TypeError with its message on every call.
-    if isinstance(body, bytes) and body.translate(_ZEROS).find(_LONG_DIGITS) < 0:
-        try:
-            value = orjson.loads(body)
-        except orjson.JSONDecodeError:
-            pass  # the path below says what is wrong
-        else:
-            if body.count(b"[") + body.count(b"{") > MAX_JSON_DEPTH:
-                _check_depth(value)
-            return value
+    if isinstance(body, bytes):
+        # ``find``, not ``in``: CPython 3.11 tries the operand of ``in`` on bytes as an
+        # integer first, and makes and drops a TypeError with its message on every call.
+        shape = body.translate(_SHAPE)
+        if shape.find(_LONG_DIGITS) < 0:
+            opened = shape.count(b"[")
+            del shape  # a copy of the body: not kept while orjson reads it
+            try:
+                value = orjson.loads(body)
+            except orjson.JSONDecodeError:
+                pass  # the path below says what is wrong
+            else:
+                if opened > MAX_JSON_DEPTH:
+                    _check_depth(value)
+                return value
     return _decode_strictly(body)
 
 
@@ -138,22 +146,20 @@ def _check_depth(value: object) -> None:
 
 
 def _depth(value: object) -> int:
-    """How deeply arrays and objects nest in ``value`` (0 for a scalar), without recursion."""
-    deepest = 0
-    stack: list[tuple[object, int]] = [(value, 1)]
-    while stack:
-        node, level = stack.pop()
-        if isinstance(node, dict):
-            children: Any = node.values()
-        elif isinstance(node, list):
-            children = node
-        else:
-            continue
-        deepest = max(deepest, level)
-        if deepest > MAX_JSON_DEPTH:
+    """How deeply arrays and objects nest in ``value`` (0 for a scalar), one level at a
+    time, looking no deeper than one level past ``MAX_JSON_DEPTH``. ``value`` is what a
+    JSON parser made: its arrays and objects are plain lists and dicts."""
+    depth = 0
+    level = [value]
+    while depth <= MAX_JSON_DEPTH:
+        nested = [node for node in level if type(node) is dict or type(node) is list]
+        if not nested:
             break
-        stack.extend((child, level + 1) for child in children)
-    return deepest
+        depth += 1
+        level = []
+        for node in nested:
+            level.extend(node.values() if type(node) is dict else node)
+    return depth
 
 
 def _has_lone_surrogate(value: object) -> bool:

@@ -32,6 +32,10 @@ def run(*args: str) -> str:
             r"\n  validation\s+\d+\.\d\s+\d+\.\d",
         ),
         (("bench/tasks_bench.py", "--quick"), r"task creation .*\d\.\d\dx"),
+        (
+            ("bench/json_bench.py", "--seconds", "0.001"),
+            r"200 rows\s+9,\d{3}(\s+[\d,]+\.\d){3}\s+\d\.\d\dx",
+        ),
         # what --instructions runs under valgrind, once per app: here without valgrind
         (("bench/asgi_profile.py", "--count-one", "presa-out-off", "-n", "20"), r"^$"),
         # http_work.py's servers and client (each answer checked), here without valgrind
@@ -52,6 +56,7 @@ def run(*args: str) -> str:
         "asgi_profile-opcodes",
         "asgi_profile-cold",
         "tasks_bench",
+        "json_bench",
         "asgi_profile-count-one",
         "http_work-served",
     ],

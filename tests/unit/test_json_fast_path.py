@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from presa_trio._wire.jsonrpc import (
     _LARGE,
+    MAX_JSON_DEPTH,
     _decode_strictly,
     _encode_strictly,
     decode_json,
@@ -121,6 +122,36 @@ def test_reading_damaged_text_agrees_with_the_standard_library(
 @given(st.binary(max_size=40))
 def test_reading_any_bytes_agrees_with_the_standard_library(body: bytes) -> None:
     assert read(decode_json, body) == read(_decode_strictly, body)
+
+
+def siblings_deep(levels: int) -> bytes:
+    """``levels`` of arrays and objects, taking turns, the deepest path running through the
+    last of two children at every level but the innermost (the first an empty one)."""
+    text = "[1]"
+    for level in range(levels - 1):
+        text = f"[[],{text}]" if level % 2 else f'{{"e":{{}},"x":{text}}}'
+    return text.encode()
+
+
+@pytest.mark.parametrize(
+    ("body", "accepted"),
+    [
+        (b"[" * MAX_JSON_DEPTH + b"]" * MAX_JSON_DEPTH, True),
+        (b"[" * (MAX_JSON_DEPTH + 1) + b"]" * (MAX_JSON_DEPTH + 1), False),
+        (siblings_deep(MAX_JSON_DEPTH), True),
+        (siblings_deep(MAX_JSON_DEPTH + 1), False),
+        # many arrays and objects, nested three deep: the count opens a walk, which passes
+        (json.dumps([{"id": i, "tags": ["a", [i]]} for i in range(500)]).encode(), True),
+        (json.dumps({"s": "[{" * 300, "n": [[1], {"a": [2]}]}).encode(), True),
+    ],
+    ids=["arrays-at-limit", "arrays-past", "siblings-at-limit", "siblings-past", "wide", "strings"],
+)
+def test_the_depth_limit_reads_alike_on_both_paths(body: bytes, accepted: bool) -> None:
+    """More arrays and objects than the limit, deep or only wide: orjson's path walks the value
+    it read, and says what the standard library's says."""
+    outcome = read(decode_json, body)
+    assert outcome == read(_decode_strictly, body)
+    assert outcome[0] == ("value" if accepted else "refused"), outcome
 
 
 @pytest.mark.parametrize(
