@@ -238,10 +238,39 @@ def to_json(value: Any, largest: int = sys.maxsize) -> bytes:
         data = orjson.dumps(value, option=_PASS_ON)
     except orjson.JSONEncodeError:
         return _encode_strictly(value)
-    # null: perhaps NaN or an infinity (``find``, not ``in``: see ``decode_json``)
-    if len(data) > largest or data.find(b"null") >= 0:
+    # null: None, or NaN or an infinity, which orjson writes as null where the standard
+    # library refuses them (``find``, not ``in``: see ``decode_json``)
+    if len(data) > largest or (data.find(b"null") >= 0 and _holds_non_finite(value)):
         return _encode_strictly(value)
     return data
+
+
+_TEXT_AND_WHOLE = frozenset({str, int, bool, type(None)})  # what holds no float
+
+
+def _holds_non_finite(value: object) -> bool:
+    """Whether ``value``, which orjson has just written, holds NaN or an infinity, one level at
+    a time. What orjson writes is plain data (dicts, lists, tuples, floats, texts and the
+    like) and enums, by their values; a subclass of a dict, a list, a tuple or a float it
+    refuses, and the standard library writes it."""
+    level: list[Any] = [value]
+    while level:
+        deeper: list[Any] = []
+        for node in level:
+            kind = type(node)
+            if kind in _TEXT_AND_WHOLE:
+                continue
+            if kind is float:
+                if not math.isfinite(node):
+                    return True
+            elif kind is dict:
+                deeper.extend(node.values())
+            elif kind is list or kind is tuple:
+                deeper.extend(node)
+            elif isinstance(node, enum.Enum):
+                deeper.append(node.value)
+        level = deeper
+    return False
 
 
 def encode(message: dict[str, Any]) -> bytes:

@@ -14,6 +14,7 @@ import json
 import uuid
 from typing import Any
 
+import orjson
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
@@ -230,3 +231,26 @@ def test_to_json_hands_a_long_text_to_the_standard_library_only_when_asked() -> 
     value = {"x": 1e-7, "text": "y" * 100}
     assert to_json(value) == b'{"x":1e-7,"text":"' + b"y" * 100 + b'"}'
     assert to_json(value, largest=50) == b'{"x":1e-07,"text":"' + b"y" * 100 + b'"}'
+
+
+class Odd(enum.Enum):
+    NAN = float("nan")
+    DEEP = {"x": [1.0, float("-inf")]}
+
+
+def test_a_null_is_written_by_orjson_a_nan_beside_it_is_refused(monkeypatch: Any) -> None:
+    """orjson writes ``None`` and NaN alike as ``null``: a ``null`` in its output sends the
+    value to the standard library only when the value holds NaN or an infinity (also in a
+    tuple, or as an enum's value), which that library refuses."""
+    rows = [{"id": i, "note": None, "score": i / 2} for i in range(3)]
+    written = to_json({"rows": rows, "pair": (None, 1.5), "color": Color.RED})
+    assert json.loads(written) == {"rows": rows, "pair": [None, 1.5], "color": "red"}
+    for holds in ([None, float("nan")], {"a": None, "t": (1.0, float("inf"))}, [None, Odd.NAN]):
+        assert write(to_json, holds) == write(_encode_strictly, holds) == ("refused", "ValueError")
+    assert write(to_json, [None, Odd.DEEP]) == ("refused", "ValueError")
+
+    def standard_library(value: Any) -> bytes:
+        raise AssertionError(f"the standard library was asked to write {value!r}")
+
+    monkeypatch.setattr("presa_trio._wire.jsonrpc._encode_strictly", standard_library)
+    assert to_json({"rows": rows}) == orjson.dumps({"rows": rows})  # orjson's, kept
