@@ -49,12 +49,13 @@ HEADERS = [
     (b"accept", b"application/json, text/event-stream"),
     (b"mcp-protocol-version", PROTO.encode()),
     (b"mcp-method", b"tools/call"),
-    (b"mcp-name", b"test_simple_text"),
 ]
+TOOL = "test_simple_text"  # the fixture's tool the benchmark calls
 
 
-def scope_for(body: bytes) -> dict[str, Any]:
-    headers = [*HEADERS, (b"content-length", str(len(body)).encode())]
+def scope_for(body: bytes, tool: str = TOOL) -> dict[str, Any]:
+    """The ASGI scope of a ``tools/call`` of ``tool`` whose body is ``body``."""
+    headers = [*HEADERS, (b"mcp-name", tool.encode()), (b"content-length", str(len(body)).encode())]
     return {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
             "scheme": "http", "path": "/mcp", "raw_path": b"/mcp", "query_string": b"",
             "root_path": "", "headers": headers, "client": ("127.0.0.1", 1),
@@ -106,12 +107,18 @@ class Evictor:
 
 
 async def drive(
-    app: Any, n: int, body: bytes, traced: Any = None, between: Callable[[], None] | None = None
+    app: Any,
+    n: int,
+    body: bytes,
+    traced: Any = None,
+    between: Callable[[], None] | None = None,
+    tool: str = TOOL,
 ) -> float:
     """Run lifespan startup, n sequential requests (timed), then shutdown; return seconds.
 
     With ``traced`` (a ``sys.settrace`` function), the requests alone run under it. With
-    ``between``, it runs before each request, outside the time counted."""
+    ``between``, it runs before each request, outside the time counted. ``tool`` is the
+    tool the body calls (its ``Mcp-Name``)."""
     to_app, from_test = trio.open_memory_channel[dict[str, Any]](1)
 
     async def life_send(message: dict[str, Any]) -> None:
@@ -119,7 +126,7 @@ async def drive(
             started.set()
 
     started = trio.Event()
-    scope = scope_for(body)
+    scope = scope_for(body, tool)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(app, {"type": "lifespan", "asgi": {"version": "3.0"}},
                            from_test.receive, life_send)  # fmt: skip

@@ -165,9 +165,8 @@ class Tool:
             return value.to_wire()
         if self.output_schema is None:
             return call_result(content_of(value))
-        structured = to_jsonable(value)
-        if self.wrap_output:
-            structured = {"result": structured}
+        jsonable = to_jsonable(value)
+        structured = {"result": jsonable} if self.wrap_output else jsonable
         if not self.output_validator.is_valid(structured):
             # The tool's own failure, shown as one (isError) so the client can read it;
             # what exactly was wrong goes to the log, not to the client.
@@ -180,7 +179,7 @@ class Tool:
                 f"Tool {self.name} returned output that does not match its outputSchema"
             )
         if self.wrap_output:  # the content a plain return gives, as the SDK keeps it
-            result = call_result(content_of(value))
+            result = call_result(content_of(value, jsonable))
             result["structuredContent"] = structured
             return result
         return structured_result(structured)

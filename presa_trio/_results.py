@@ -16,6 +16,8 @@ from typing import Any, final
 from ._typeschema import to_jsonable
 from ._wire.dialect import COMPLETE
 
+_NOT_GIVEN: Any = object()  # ``content_of``'s ``jsonable``, when the caller has none
+
 
 @final
 @dataclass(slots=True)
@@ -62,8 +64,9 @@ def _is_block(value: object) -> bool:
     return isinstance(value, dict) and isinstance(value.get("type"), str)
 
 
-def content_of(value: Any) -> list[dict[str, Any]]:
-    """Turn a handler's plain return value into content blocks."""
+def content_of(value: Any, jsonable: Any = _NOT_GIVEN) -> list[dict[str, Any]]:
+    """Turn a handler's plain return value into content blocks; ``jsonable`` is
+    ``to_jsonable(value)`` when the caller has it already."""
     if value is None:
         return []
     if isinstance(value, str):
@@ -72,8 +75,9 @@ def content_of(value: Any) -> list[dict[str, Any]]:
         return [value]
     if isinstance(value, list | tuple) and all(_is_block(v) or isinstance(v, str) for v in value):
         return [v if isinstance(v, dict) else {"type": "text", "text": v} for v in value]
-    text = json.dumps(to_jsonable(value), ensure_ascii=False)
-    return [{"type": "text", "text": text}]
+    if jsonable is _NOT_GIVEN:
+        jsonable = to_jsonable(value)
+    return [{"type": "text", "text": json.dumps(jsonable, ensure_ascii=False)}]
 
 
 def contents_of(value: Any, uri: str, mime_type: str | None) -> list[dict[str, Any]]:

@@ -418,16 +418,21 @@ def to_jsonable(value: object) -> object:
     ``UUID``, ``Decimal``, ``Path``) is written as pydantic writes it; anything pydantic
     cannot write either is handed back as it is (``json.dumps`` then refuses it).
     """
-    if value is None or type(value) in (str, int, float, bool):
+    if type(value) in _LEAVES:
         return value
+    # plain lists and dicts first: most of a structure, and no ABC check for them; their
+    # leaves stay where they are, without a call each
+    if type(value) is list:
+        return [v if type(v) in _LEAVES else to_jsonable(v) for v in value]
+    if type(value) is dict:
+        return _jsonable_mapping(value)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return to_jsonable(dataclasses.asdict(value))
+        # field by field: ``dataclasses.asdict`` would deep-copy every value first
+        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, enum.Enum):
         return to_jsonable(value.value)
     if isinstance(value, Mapping):
-        return {
-            (k.value if isinstance(k, enum.Enum) else k): to_jsonable(v) for k, v in value.items()
-        }
+        return _jsonable_mapping(value)
     if isinstance(value, list | tuple):
         return [to_jsonable(v) for v in value]
     if isinstance(value, set | frozenset):
@@ -439,3 +444,14 @@ def to_jsonable(value: object) -> object:
         return pydantic_core.to_jsonable_python(value, by_alias=True)
     except pydantic_core.PydanticSerializationError:
         return value
+
+
+def _jsonable_mapping(value: Mapping[Any, Any]) -> dict[Any, object]:
+    """A mapping's items as JSON data, an enum key by its value."""
+    return {
+        (k.value if isinstance(k, enum.Enum) else k): v if type(v) in _LEAVES else to_jsonable(v)
+        for k, v in value.items()
+    }
+
+
+_LEAVES = frozenset({str, int, float, bool, type(None)})  # JSON's scalars, these types exactly

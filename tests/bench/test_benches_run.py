@@ -33,6 +33,10 @@ def run(*args: str) -> str:
         ),
         (("bench/tasks_bench.py", "--quick"), r"task creation .*\d\.\d\dx"),
         (
+            ("bench/typed_bench.py", "--rows", "20", "-n", "5", "--runs", "1"),
+            r"untyped\s+[\d,]+\.\d us/request(.|\n)*typed / untyped: \d+\.\d\dx",
+        ),
+        (
             ("bench/json_bench.py", "--seconds", "0.001"),
             r"200 rows\s+9,\d{3}(\s+[\d,]+\.\d){3}\s+\d\.\d\dx",
         ),
@@ -56,6 +60,7 @@ def run(*args: str) -> str:
         "asgi_profile-opcodes",
         "asgi_profile-cold",
         "tasks_bench",
+        "typed_bench",
         "json_bench",
         "asgi_profile-count-one",
         "http_work-served",

@@ -941,6 +941,41 @@ def test_to_jsonable() -> None:
     assert to_jsonable(Options) is Options  # a class is not an instance
 
 
+class Pair(typing.NamedTuple):
+    x: int
+    y: int
+
+
+@dataclasses.dataclass
+class Shelf:
+    name: str
+    points: list[Pair]
+    by_color: dict[Color, list[Options]]
+    levels: set[Level]
+    inner: Options | None = None
+
+
+def test_to_jsonable_reads_a_dataclass_field_by_field_as_deep_as_it_goes() -> None:
+    """What each field holds comes out as it would on its own: named tuples as lists, enum
+    keys by their values, sets sorted, dataclasses inside lists and dicts as objects."""
+    shelf = Shelf(
+        "s",
+        [Pair(1, 2)],
+        {Color.RED: [Options("o", tags=["t"])]},
+        {Level.HIGH, Level.LOW},
+        Options("i", retries=0),
+    )
+    options = {"name": "o", "retries": 3, "tags": ["t"], "color": "green"}
+    assert to_jsonable(shelf) == {
+        "name": "s",
+        "points": [[1, 2]],
+        "by_color": {"red": [options]},
+        "levels": [Level.LOW.value, Level.HIGH.value],
+        "inner": {"name": "i", "retries": 0, "tags": [], "color": "green"},
+    }
+    assert to_jsonable([shelf, {"k": shelf}])[1] == {"k": to_jsonable(shelf)}  # type: ignore[index]
+
+
 def test_to_jsonable_writes_what_pydantic_writes() -> None:
     utc = datetime.UTC
     assert to_jsonable(datetime.datetime(2026, 7, 28, 9, 30, tzinfo=utc)) == "2026-07-28T09:30:00Z"
