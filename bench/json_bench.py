@@ -69,36 +69,38 @@ def per_call_us(work: Callable[[Any], object], data: Any, seconds: float = 0.2) 
     return min(timeit.repeat(lambda: work(data), number=number, repeat=5)) / number * 1e6
 
 
+def table(
+    kind: str,
+    cases: dict[str, Any],
+    contenders: dict[str, Callable[[Any], object]],
+    size: Callable[[Any], int],
+    seconds: float,
+) -> None:
+    """Each case timed with each contender, us per call; the ratio is the second contender's
+    (presa's) time to the first's (orjson's)."""
+    names = list(contenders)
+    print(f"{kind:<28}{'bytes':>10}" + "".join(f"{name:>18}" for name in names) + "  ratio")
+    for label, case in cases.items():
+        us = {name: per_call_us(work, case, seconds) for name, work in contenders.items()}
+        cells = "".join(f"{us[name]:>18,.1f}" for name in names)
+        print(f"{label:<28}{size(case):>10,}{cells}  {us[names[1]] / us[names[0]]:4.2f}x")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=0.2, help="per timing run (0.2)")
     args = parser.parse_args()
-    readers: dict[str, Callable[[bytes], object]] = {
-        "orjson.loads": orjson.loads,
-        "decode_json": decode_json,
-        "standard library": _decode_strictly,
-    }
-    print("us per body (best of 5); decode_json / orjson: what presa's checks add to the parse")
-    print(f"{'body':<28}{'bytes':>10}" + "".join(f"{name:>18}" for name in readers) + "  ratio")
-    for label, body in bodies().items():
-        assert decode_json(body) == orjson.loads(body)  # the same value, or the figures lie
-        us = {name: per_call_us(read, body, args.seconds) for name, read in readers.items()}
-        cells = "".join(f"{us[name]:>18,.1f}" for name in readers)
-        ratio = us["decode_json"] / us["orjson.loads"]
-        print(f"{label:<28}{len(body):>10,}{cells}  {ratio:4.2f}x")
-    writers: dict[str, Callable[[Any], bytes]] = {
-        "orjson.dumps": orjson.dumps,
-        "encode": encode,
-        "standard library": _encode_strictly,
-    }
-    print("\nus per response (best of 5); encode / orjson: what presa's check adds")
-    print(f"{'response':<28}{'bytes':>10}" + "".join(f"{name:>18}" for name in writers) + "  ratio")
-    for label, message in responses().items():
+    requests, answers = bodies(), responses()
+    for body in requests.values():  # the same values, or the figures would lie
+        assert decode_json(body) == orjson.loads(body)
+    for message in answers.values():
         assert json.loads(encode(message)) == message
-        us = {name: per_call_us(write, message, args.seconds) for name, write in writers.items()}
-        cells = "".join(f"{us[name]:>18,.1f}" for name in writers)
-        ratio = us["encode"] / us["orjson.dumps"]
-        print(f"{label:<28}{len(encode(message)):>10,}{cells}  {ratio:4.2f}x")
+    print("us per body (best of 5); decode_json / orjson: what presa's checks add to the parse")
+    readers = {"orjson.loads": orjson.loads, "decode_json": decode_json}
+    table("body", requests, {**readers, "standard library": _decode_strictly}, len, args.seconds)
+    print("\nus per response (best of 5); encode / orjson: what presa's check adds")
+    writers = {"orjson.dumps": orjson.dumps, "encode": encode, "standard library": _encode_strictly}
+    table("response", answers, writers, lambda message: len(encode(message)), args.seconds)
     return 0
 
 
