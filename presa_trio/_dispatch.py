@@ -143,8 +143,7 @@ class Dispatcher:
     def _negotiate(self, meta: dialect.RequestMeta) -> None:
         """Per-request extension negotiation: each declared extension checks its settings."""
         declared = meta.client_capabilities.get("extensions")
-        # the usual two, None and a dict, are decided without an ABC check
-        if declared is None or (type(declared) is not dict and not isinstance(declared, Mapping)):
+        if declared is None or not dialect.is_object(declared):  # None: the usual case
             return
         for extension in self._extensions:
             if extension.id in declared:

@@ -22,6 +22,7 @@ from ._routes import Route
 from ._runtime import Runtime
 from ._schema import Schemas
 from ._tracing import Tracing
+from ._wire.dialect import is_object
 from .errors import InvalidParams
 
 CallNext = Callable[[Context, Tool, Mapping[str, Any]], Awaitable[dict[str, Any]]]
@@ -96,7 +97,7 @@ class Extension:
         Called during admission, after the core ``_meta`` checks and before method lookup;
         raise an ``McpError`` to refuse the request. The default accepts any settings object.
         """
-        if type(settings) is not dict and not isinstance(settings, Mapping):  # dict: no ABC
+        if not is_object(settings):
             raise InvalidParams(f"Settings for extension {self.id} must be an object")
 
     def routes(self) -> Iterable[Route]:

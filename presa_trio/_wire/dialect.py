@@ -7,7 +7,7 @@ remembered (wire §2). Method routing and params validation live elsewhere.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeGuard
 
 from ..errors import InvalidParams, UnsupportedVersion
 
@@ -87,6 +87,12 @@ def check_version(meta: RequestMeta, supported: tuple[str, ...] = SUPPORTED_VERS
         raise UnsupportedVersion(meta.protocol_version, list(supported))
 
 
+def is_object(value: object) -> TypeGuard[Mapping[str, Any]]:
+    """Whether ``value`` is a JSON object as read: a mapping. A dict, what a parser makes, is
+    known without the ABC check that ``isinstance(value, Mapping)`` runs."""
+    return type(value) is dict or isinstance(value, Mapping)
+
+
 def declares(capabilities: Mapping[str, Any], required: Mapping[str, Any]) -> bool:
     """True when ``capabilities`` declares every object in ``required`` (a fragment of
     ``ClientCapabilities`` such as ``{"sampling": {"tools": {}}}``). The one capability check.
@@ -97,7 +103,7 @@ def declares(capabilities: Mapping[str, Any], required: Mapping[str, Any]) -> bo
     """
     for key, sub in required.items():
         have = capabilities.get(key)
-        if type(have) is not dict and not isinstance(have, Mapping):  # dict: no ABC check
+        if not is_object(have):
             return False
         if key == "elicitation" and not sub and have and "form" not in have:
             return False
