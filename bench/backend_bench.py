@@ -9,7 +9,8 @@ Three measurements, each printed as the median of ``--reps`` repetitions with th
    one process, each with its own backend handle and signal watcher); a task runs on A,
    ``tasks/cancel`` goes to B; the latency is request sent on B -> ``trio.Cancelled``
    delivered in the task's scope on A (and, beside it, the same cancel sent to A itself);
-   and ``tasks/get`` latency with 10, 1,000 and 100,000 tasks stored;
+   ``tasks/get`` latency with 10, 1,000 and 100,000 tasks stored, and task creation's
+   with 10, 1,000 and 9,000 stored under the default limits (each creation counts them);
 3. plain ``tools/call`` over HTTP with wrk (conc 16) against the conformance fixture under
    ``hypercorn --worker-class trio``, ``--workers 1`` and ``--workers 2``, each with the
    memory backend and with SQLite shared, to show what non-task requests pay for sharing.
@@ -26,7 +27,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import trio
@@ -56,10 +57,12 @@ def spread(values: list[float]) -> str:
 # ------------------------------------------------------------------ 1: tasks in process
 
 
-def task_server(cancelled_at: list[float] | None = None) -> Server:
+UNLIMITED = Limits(None, None, None)
+
+
+def task_server(cancelled_at: list[float] | None = None, limits: Limits = UNLIMITED) -> Server:
     server = Server("bench", "1")
-    unlimited = Limits(None, None, None)
-    server.add_extension(TasksExtension(poll_interval_ms=10, limits=unlimited))
+    server.add_extension(TasksExtension(poll_interval_ms=10, limits=limits))
 
     @server.tool(options={"tasks": "optional"})
     async def quick() -> str:
@@ -217,6 +220,21 @@ async def get_latencies(url: str, stored: int, samples: int) -> list[float]:
     return out
 
 
+async def create_latencies(url: str, stored: int, samples: int) -> list[float]:
+    """Milliseconds per task creation with ``stored`` tasks of another principal in the
+    store, under the default ``Limits`` (so every creation counts what is stored)."""
+    server = task_server(limits=Limits())
+    async with open_client(server.asgi_app(backend=url), capabilities=TASKS) as client:
+        await client.create_task("quick")  # the tables exist
+        await trio.to_thread.run_sync(bulk_load, url, stored)
+        out = []
+        for _ in range(samples):
+            started = time.perf_counter()
+            await client.create_task("quick")
+            out.append((time.perf_counter() - started) * 1000)
+    return out
+
+
 def bulk_load(url: str, count: int) -> None:
     """``count`` finished tasks of another principal, written straight into the table."""
     rows = []
@@ -265,11 +283,26 @@ def stores(args: argparse.Namespace, scratch: Path, new_pg: Callable[[], str]) -
             print(f"  {name:>10}, {label:>14}: p50 {spread(p50s)}; p99 {spread(p99s)}")
 
     print("\ntasks/get with N tasks stored, ms (p50 / p99 of 200 gets, median of reps)")
+    by_stored(args, sqlite_url, pg_url, get_latencies, (10, 1_000, 100_000))
+    print(
+        "\ntask creation with N tasks stored, default limits, ms "
+        "(p50 / p99 of 200 creations, median of reps)"
+    )
+    by_stored(args, sqlite_url, pg_url, create_latencies, (10, 1_000, 9_000))
+
+
+def by_stored(
+    args: argparse.Namespace,
+    sqlite_url: Callable[[], str],
+    pg_url: Callable[[], str],
+    measure: Callable[[str, int, int], Awaitable[list[float]]],
+    sizes: tuple[int, ...],
+) -> None:
     for name, make in (("sqlite", sqlite_url), ("postgresql", pg_url)):
-        for stored in (10, 1_000, 100_000):
+        for stored in sizes:
             p50s, p99s = [], []
             for _ in range(args.reps):
-                values = trio.run(get_latencies, make(), stored, 200)
+                values = trio.run(measure, make(), stored, 200)
                 p50s.append(percentile(values, 0.5))
                 p99s.append(percentile(values, 0.99))
             print(

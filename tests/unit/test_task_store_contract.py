@@ -10,6 +10,7 @@ import contextlib
 import dataclasses
 import itertools
 import json
+import sqlite3
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -274,6 +275,39 @@ async def test_max_tasks_is_checked_with_per_scope_limit(store: TaskStore) -> No
     with pytest.raises(CapacityExceeded) as caught:
         await store.create(rec("c", principal="z"), limits)
     assert caught.value.limit == "max_tasks"
+
+
+async def test_sqlite_creation_reads_other_tasks_through_the_index(tmp_path: Path) -> None:
+    """Creating a task counts for the limits inside the store's one serialised write: every
+    statement it runs finds the principal's tasks through the (principal, terminal) index,
+    and only the bare total count reads the whole table (SQLite's cheapest full read). One
+    statement summing over every row made each creation cost a pass over the store."""
+    path = tmp_path / "tasks.db"
+    database = SqliteDatabase(str(path))
+    store = SqlTaskStore(database)
+    await store.create(rec("first"), PER_PRINCIPAL)  # the tables exist
+    statements: list[str] = []
+    write = database.write
+
+    async def traced(fn: Callable[[Any], Any]) -> Any:
+        def tracing(conn: Any) -> Any:
+            conn.set_trace_callback(statements.append)
+            try:
+                return fn(conn)
+            finally:
+                conn.set_trace_callback(None)
+
+        return await write(tracing)
+
+    database.write = traced  # type: ignore[method-assign]
+    await store.create(rec("second"), PER_PRINCIPAL)
+    database.close()
+    selects = [s for s in statements if s.startswith("SELECT")]
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        plans = {s: [row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {s}")] for s in selects}
+    scans = [s for s, steps in plans.items() if any(step.startswith("SCAN") for step in steps)]
+    assert scans == ["SELECT COUNT(*) FROM presa_tasks"], plans
+    assert await SqlTaskStore(SqliteDatabase(str(path))).count() == 2
 
 
 # -------------------------------------------------------------- delete_expired
