@@ -12,6 +12,7 @@ import trio.testing
 from presa_trio.errors import InternalError, ServiceUnavailable
 from presa_trio.ext.tasks import Limits, MemoryTaskStore, Status, TaskRecord
 from presa_trio.ext.tasks._runner import TaskHandle, TaskRunner
+from presa_trio.ext.tasks._states import CancelRequested, Completed, InputsAccepted, apply
 
 
 def record(task_id: str, ttl_ms: int | None = None) -> TaskRecord:
@@ -124,6 +125,107 @@ async def test_the_ttl_bounds_the_work(
     task = await runner.store.get("ttl")
     assert task is not None and task.status is Status.FAILED  # expired: not a client's cancel
     assert task.error == {"code": -32603, "message": "Task expired before it finished"}
+
+
+# --- commits: from the record the runner wrote, refused once another worker moved it -------
+
+
+class ReadCountingStore(MemoryTaskStore):
+    """A memory store that counts its reads."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads = 0
+
+    async def get(self, task_id: str) -> TaskRecord | None:
+        self.reads += 1
+        return await super().get(task_id)
+
+
+async def test_a_running_task_commits_without_reading_its_record_back() -> None:
+    """Parking, an answer and the result: three commits, and the one read is ``deliver``'s
+    own look at what is pending. A shared store pays a thread hop or a round trip a read."""
+    store = ReadCountingStore()
+    published: list[Status] = []
+    runner = TaskRunner(store, lambda: 0, lambda record: published.append(record.status))
+
+    async def work(handle: TaskHandle) -> Mapping[str, Any]:
+        answers = await handle.provide(None, {"a": {"method": "roots/list"}})
+        return {"resultType": "complete", "content": [], "answers": answers}
+
+    async with trio.open_nursery() as nursery:
+        await nursery.start(runner.serve)
+        await launch(runner, "t", work)
+        await trio.testing.wait_all_tasks_blocked()
+        assert await runner.deliver("t", {"a": {"roots": []}}) == {"a"}
+        await trio.testing.wait_all_tasks_blocked()
+        assert store.reads == 1
+        done = await store.get("t")
+        assert done is not None and done.status is Status.COMPLETED and done.revision == 3
+        answers = {"a": {"roots": []}}
+        assert done.result == {"resultType": "complete", "content": [], "answers": answers}
+        assert published == [Status.INPUT_REQUIRED, Status.WORKING, Status.COMPLETED]
+        nursery.cancel_scope.cancel()
+
+
+async def cancel_elsewhere(store: MemoryTaskStore, task_id: str) -> None:
+    """What another worker's ``tasks/cancel`` (or its lost-worker reaper) does: it moves the
+    record on in the store, behind this runner's back."""
+    current = await store.get(task_id)
+    assert current is not None
+    assert await store.compare_and_set(apply(current, CancelRequested(), 1), current.revision)
+
+
+async def test_a_result_after_another_worker_ended_the_task_changes_nothing() -> None:
+    store = ReadCountingStore()
+    published: list[Status] = []
+    runner = TaskRunner(store, lambda: 0, lambda record: published.append(record.status))
+    finish = trio.Event()
+
+    async def work(handle: TaskHandle) -> Mapping[str, Any]:
+        await finish.wait()
+        return {"resultType": "complete", "content": []}
+
+    async with trio.open_nursery() as nursery:
+        await nursery.start(runner.serve)
+        await launch(runner, "t", work)
+        await trio.testing.wait_all_tasks_blocked()
+        await cancel_elsewhere(store, "t")
+        finish.set()
+        with trio.fail_after(5):  # a runner that kept retrying its stale copy would spin
+            await trio.testing.wait_all_tasks_blocked()
+        final = await store.get("t")
+        assert final is not None and final.status is Status.CANCELLED and final.result is None
+        assert final.revision == 1 and published == []  # the stale write was refused
+        assert runner.live_count == 0
+        nursery.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize(
+    "event",
+    [InputsAccepted(frozenset({"not-pending"})), Completed({"content": []})],
+    ids=["nothing-to-change", "refused-write"],
+)
+async def test_a_commit_after_another_worker_ended_the_task_answers_from_the_store(
+    event: Any,
+) -> None:
+    """Whether the runner's copy needed no change or its write was refused, the answer is
+    what the store holds, not the runner's copy."""
+    store = ReadCountingStore()
+    runner = TaskRunner(store, lambda: 0)
+
+    async with trio.open_nursery() as nursery:
+        await nursery.start(runner.serve)
+        await launch(runner, "t", _sleeper)
+        await trio.testing.wait_all_tasks_blocked()
+        await cancel_elsewhere(store, "t")
+        ended = await store.get("t")
+        reads = store.reads
+        with trio.fail_after(5):
+            answer = await runner.commit("t", event)
+        assert answer is ended and store.reads == reads + 1
+        assert await store.get("t") is ended
+        nursery.cancel_scope.cancel()
 
 
 # --- error boundaries: nothing a task does reaches the runner or another task ----------------

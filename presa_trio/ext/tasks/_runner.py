@@ -65,11 +65,13 @@ class _Live:
     ``scope`` is the task's nursery's cancel scope once the task runs (None until then);
     its deadline is the task's TTL, so ``cancelled`` tells a client's ``tasks/cancel`` from
     an expiry. ``done`` is made by the first ``tasks/cancel`` that waits for the task's
-    end: most tasks never need one.
+    end: most tasks never need one. ``written`` is the record as this runner last stored
+    it, where ``commit`` starts from (None: it reads the store).
     """
 
     answered: Mapping[str, Any]  # answers the creating request already carried (T§6.2)
     deadline: float  # the TTL, on trio's clock
+    written: TaskRecord | None
     scope: trio.CancelScope | None = None
     parked: dict[str, trio.MemorySendChannel[Any]] = field(default_factory=dict)
     cancelled: bool = False
@@ -217,7 +219,7 @@ class TaskRunner:
         if record.owner != self.worker_id:
             record = replace(record, owner=self.worker_id)
         nursery = self.nursery
-        live = _Live(dict(answered) if answered else _NO_ANSWERS, self._deadline(record))
+        live = _Live(dict(answered) if answered else _NO_ANSWERS, self._deadline(record), record)
         self._live[record.task_id] = live
         task = (record, work, live)
         with trio.CancelScope(shield=True):
@@ -389,7 +391,22 @@ class TaskRunner:
         return found
 
     async def commit(self, task_id: str, event: TaskEvent) -> TaskRecord | None:
-        """Apply ``event`` with compare-and-set, retrying on conflict; None if the task is gone."""
+        """Apply ``event`` with compare-and-set, retrying on conflict; None if the task is gone.
+
+        A task running here is first tried from the record this runner last wrote, without
+        reading it back (a thread hop or a round trip on a database): only this runner
+        changes a running task's record, but for its end by another worker (a cancel, a
+        lost-worker failure), and compare-and-set refuses a record someone else has moved
+        on. Refused, or with nothing to change, it decides from what the store holds.
+        """
+        live = self._live.get(task_id)
+        if live is not None and live.written is not None:
+            written = live.written
+            updated = apply(written, event, self.now_ms())
+            if updated is not written:
+                accepted = await self._write(updated, written.revision, live)
+                if accepted:
+                    return updated
         while True:
             current = await self.store.get(task_id)
             if current is None:
@@ -397,11 +414,19 @@ class TaskRunner:
             updated = apply(current, event, self.now_ms())
             if updated is current:
                 return current
-            if await self.store.compare_and_set(updated, current.revision):
-                if self.publish is not None:
-                    with error_boundary(f"announcing task {task_id}", logger):
-                        self.publish(updated)
+            if await self._write(updated, current.revision, live):
                 return updated
+
+    async def _write(self, updated: TaskRecord, revision: int, live: _Live | None) -> bool:
+        """Store ``updated`` if the stored record is still at ``revision``, and announce it."""
+        if not await self.store.compare_and_set(updated, revision):
+            return False
+        if live is not None:
+            live.written = updated
+        if self.publish is not None:
+            with error_boundary(f"announcing task {updated.task_id}", logger):
+                self.publish(updated)
+        return True
 
     async def deliver(
         self, task_id: str, responses: Mapping[str, Any], owner: str = ""
