@@ -1,7 +1,9 @@
 """The in-process notification bus behind ``subscriptions/listen`` (wire §11).
 
 Each open listen stream is a ``Listener`` holding a bounded trio memory channel; publishing
-is non-blocking fan-out to the listeners whose filter matches. Events that say only "this
+is non-blocking fan-out to the listeners whose filter matches, found through an index of the
+filters (``_Audiences``) rather than by asking every open stream: an event costs what it
+delivers, however many streams are open and however long their lists. Events that say only "this
 changed" (a list changed, a resource was updated) coalesce: while one is still waiting to be
 read, an identical one adds nothing, so a burst of changes is one notification, never an
 overflow. A listener that still falls too far behind is cut off (marked ``overflowed``, so
@@ -11,7 +13,7 @@ knows nothing of other processes.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, final
@@ -89,12 +91,74 @@ class Listener:
         return event
 
 
+def _parents(uri: str) -> Iterator[str]:
+    """What a watched URI, its trailing slashes stripped, is when it covers ``uri`` as a
+    parent: ``uri`` cut before each of its slashes."""
+    at = uri.find("/")
+    while at != -1:
+        yield uri[:at]
+        at = uri.find("/", at + 1)
+
+
+# Where ``_Audiences`` keeps a listener: (filter key, value, whether as a parent URI).
+_Place = tuple[str, str | None, bool]
+
+
+@final
+class _Audiences:
+    """The open listeners, indexed by what their filters ask for: ``BusEvent.matches``,
+    turned around. A flag is kept under ``(key, None)``, an entry of a list under
+    ``(key, entry)``, and a watched URI also as a parent, without its trailing slashes,
+    where each parent of an updated resource's URI finds it. A listener's filter is the
+    one agreed when its stream opened, and does not change while it is indexed."""
+
+    def __init__(self) -> None:
+        self._index: dict[_Place, set[Listener]] = {}
+
+    def __len__(self) -> int:
+        """Places held: none once every listener is removed."""
+        return len(self._index)
+
+    def add(self, listener: Listener) -> None:
+        for place in _places(listener.filter):
+            self._index.setdefault(place, set()).add(listener)
+
+    def remove(self, listener: Listener) -> None:
+        for place in _places(listener.filter):
+            listeners = self._index.get(place)
+            if listeners is not None:
+                listeners.discard(listener)
+                if not listeners:
+                    del self._index[place]
+
+    def of(self, event: BusEvent) -> set[Listener]:
+        """The listeners whose filter ``event`` matches (a new set, safe to change)."""
+        found = set(self._index.get((event.key, event.value, False), ()))
+        if event.key == RESOURCE_SUBSCRIPTIONS and event.value is not None:
+            for parent in _parents(event.value):
+                found.update(self._index.get((RESOURCE_SUBSCRIPTIONS, parent, True), ()))
+        return found
+
+
+def _places(agreed: Mapping[str, Any]) -> Iterator[_Place]:
+    for key, value in agreed.items():
+        if value is True:
+            yield key, None, False
+        elif isinstance(value, list | tuple):
+            for entry in value:
+                if isinstance(entry, str):  # an event's value is a string: others match none
+                    yield key, entry, False
+                    if key == RESOURCE_SUBSCRIPTIONS:
+                        yield key, entry.rstrip("/"), True
+
+
 @final
 class SubscriptionBus:
     """Fan-out of change notifications to every matching open listener."""
 
     def __init__(self, buffer: int = 256, max_listeners: int | None = 1_000) -> None:
         self._listeners: set[Listener] = set()
+        self._audiences = _Audiences()
         self._buffer = buffer
         self._max_listeners = max_listeners
         self._closed = False
@@ -119,20 +183,24 @@ class SubscriptionBus:
             send.close()
         else:
             self._listeners.add(listener)
+            self._audiences.add(listener)
         try:
             yield listener
         finally:
-            self._listeners.discard(listener)
+            self._drop(listener)
             send.close()
             receive.close()
+
+    def _drop(self, listener: Listener) -> None:
+        if listener in self._listeners:
+            self._listeners.remove(listener)
+            self._audiences.remove(listener)
 
     def publish(self, event: BusEvent) -> int:
         """Deliver to matching listeners without blocking; returns how many got it."""
         delivered = 0
         coalesce = event.coalesce
-        for listener in list(self._listeners):
-            if not event.matches(listener.filter):
-                continue
+        for listener in self._audiences.of(event):
             if coalesce is not None and coalesce in listener.waiting:
                 delivered += 1  # the same news is already on its way to this listener
                 continue
@@ -144,9 +212,9 @@ class SubscriptionBus:
             except trio.WouldBlock:  # a stuck consumer: end its stream, keep the rest going
                 listener.overflowed = True
                 listener.send.close()
-                self._listeners.discard(listener)
+                self._drop(listener)
             except trio.ClosedResourceError:
-                self._listeners.discard(listener)
+                self._drop(listener)
         return delivered
 
     def close(self) -> None:
@@ -154,7 +222,7 @@ class SubscriptionBus:
         self._closed = True
         for listener in list(self._listeners):
             listener.send.close()
-        self._listeners.clear()
+            self._drop(listener)
 
 
 def flag_event(method: str, flag: str) -> BusEvent:

@@ -2,10 +2,21 @@
 
 from __future__ import annotations
 
+from contextlib import AsyncExitStack
+from typing import Any
+
 import pytest
 import trio
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from presa_trio._bus import BusEvent, SubscriptionBus, flag_event, resource_updated_event
+from presa_trio._bus import (
+    BusEvent,
+    Listener,
+    SubscriptionBus,
+    flag_event,
+    resource_updated_event,
+)
 
 TOOLS = {"toolsListChanged": True}
 TASK = {"taskIds": ["t1"]}
@@ -164,3 +175,106 @@ def test_extension_ids_are_not_treated_as_uri_prefixes() -> None:
     assert not event.matches({"taskIds": ["t1"]})
     assert not event.matches({"taskIds": ["t1/"]})
     assert event.matches({"taskIds": ["t1/x"]})
+
+
+# --- the bus finds a matching listener through its index, never by asking every one --------
+
+MATCHING_CASES = (
+    [
+        (flag_event("notifications/tools/list_changed", "toolsListChanged"), agreed, matches)
+        for agreed, matches in [
+            ({"toolsListChanged": True}, True),
+            ({"toolsListChanged": False}, False),
+            ({"toolsListChanged": 1}, False),
+            ({"promptsListChanged": True}, False),
+        ]
+    ]
+    + [
+        (resource_updated_event(uri), {"resourceSubscriptions": watched}, matches)
+        for uri, watched, matches in [
+            ("test://a/b", ["test://a/"], True),
+            ("test://a/b", ["test://a"], True),
+            ("test://a/b/c", ["test://a/"], True),
+            ("test://a/b", ["test://a/b"], True),
+            ("test://a/", ["test://a/"], True),
+            ("test://a/b", ["test://a//"], True),
+            ("/x", ["/"], True),
+            ("test://ab", ["test://a/"], False),
+            ("test://a", ["test://a/b"], False),
+            ("test://a/b", "test://a/", False),
+            ("test://a/b", [None, 5], False),
+        ]
+    ]
+    + [
+        (BusEvent("notifications/tasks", {}, "taskIds", value), {"taskIds": ids}, matches)
+        for value, ids, matches in [
+            ("t1", ["t1", "t2"], True),
+            ("t1", ("t1",), True),
+            ("t1", ["t"], False),
+            ("t1/x", ["t1"], False),
+            ("t1", True, False),
+            ("t1", "t1", False),
+        ]
+    ]
+)
+
+
+@pytest.mark.parametrize(("event", "agreed", "matches"), MATCHING_CASES)
+async def test_publish_reaches_exactly_the_listeners_the_rule_matches(
+    event: BusEvent, agreed: dict[str, Any], matches: bool
+) -> None:
+    assert event.matches(agreed) is matches  # the rule itself, as the bus must apply it
+    bus = SubscriptionBus()
+    async with bus.listen("s", agreed) as listener:
+        assert bus.publish(event) == int(matches)
+        assert waiting(listener) == int(matches)
+    assert bus.listener_count == 0 and len(bus._audiences) == 0
+
+
+_URI = st.text(alphabet="ab/:", max_size=6)
+_FILTERS = st.fixed_dictionaries(
+    {},
+    optional={
+        "toolsListChanged": st.sampled_from([True, False, 1, "true"]),
+        "resourceSubscriptions": st.lists(st.one_of(_URI, st.integers()), max_size=4),
+        "taskIds": st.one_of(st.lists(_URI, max_size=3), st.just(True)),
+    },
+)
+_EVENTS = st.one_of(
+    st.just(flag_event("notifications/tools/list_changed", "toolsListChanged")),
+    _URI.map(resource_updated_event),
+    _URI.map(lambda value: BusEvent("notifications/tasks", {}, "taskIds", value)),
+)
+
+
+def waiting(listener: Listener) -> int:
+    return listener.receive_channel.statistics().current_buffer_used
+
+
+@settings(max_examples=300, deadline=None)
+@given(filters=st.lists(_FILTERS, max_size=6), events=st.lists(_EVENTS, min_size=1, max_size=5))
+def test_the_index_agrees_with_the_rule(
+    filters: list[dict[str, Any]], events: list[BusEvent]
+) -> None:
+    """Any filters, any events: the listeners an event reaches are the ones whose filter it
+    matches, and when the streams close the index holds nothing."""
+
+    async def check() -> None:
+        bus = SubscriptionBus()
+        async with AsyncExitStack() as streams:
+            listeners = [
+                await streams.enter_async_context(bus.listen(n, agreed))
+                for n, agreed in enumerate(filters)
+            ]
+            for event in events:
+                before = [waiting(listener) for listener in listeners]
+                delivered = bus.publish(event)
+                reached = [
+                    waiting(listener) > count or event.coalesce in listener.waiting
+                    for listener, count in zip(listeners, before, strict=True)
+                ]
+                expected = [event.matches(listener.filter) for listener in listeners]
+                assert reached == expected and delivered == sum(expected)
+        assert bus.listener_count == 0 and len(bus._audiences) == 0
+
+    trio.run(check)
