@@ -73,8 +73,7 @@ async def discover(served: Served, ctx: Context, params: dict[str, Any]) -> dict
 
 async def list_tools(served: Served, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     await trio.lowlevel.checkpoint()
-    tools = served.registry.tools
-    return _listing(served, "tools", [tools[n].wire for n in sorted(tools)], params.get("cursor"))
+    return _listing(served, "tools", served.registry.listing("tools"), params.get("cursor"))
 
 
 def _call(ctx: Context, tool: Tool, arguments: Mapping[str, Any]) -> Awaitable[dict[str, Any]]:
@@ -119,13 +118,13 @@ async def call_tool(served: Served, ctx: Context, params: dict[str, Any]) -> dic
 
 async def list_resources(served: Served, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     await trio.lowlevel.checkpoint()
-    entries = [r.describe() for r in served.registry.resources.values()]
+    entries = served.registry.listing("resources")
     return _listing(served, "resources", entries, params.get("cursor"))
 
 
 async def list_templates(served: Served, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     await trio.lowlevel.checkpoint()
-    entries = [t.describe() for t in served.registry.templates.values()]
+    entries = served.registry.listing("templates")
     return _listing(served, "resourceTemplates", entries, params.get("cursor"))
 
 
@@ -140,7 +139,7 @@ async def read_resource(served: Served, ctx: Context, params: dict[str, Any]) ->
 
 async def list_prompts(served: Served, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
     await trio.lowlevel.checkpoint()
-    entries = [p.describe() for p in served.registry.prompts.values()]
+    entries = served.registry.listing("prompts")
     return _listing(served, "prompts", entries, params.get("cursor"))
 
 

@@ -339,11 +339,27 @@ class Registry:
         self.templates: dict[str, ResourceTemplate] = {}
         self.prompts: dict[str, Prompt] = {}
         self.completers: dict[tuple[str, str], Completer] = {}
+        self._listings: dict[str, list[dict[str, Any]]] = {}
+
+    def listing(self, kind: str) -> list[dict[str, Any]]:
+        """What ``{kind}/list`` shows (``tools``, ``resources``, ``templates`` or ``prompts``)
+        as wire dicts in their order: tools by name, the others as declared. Built once and
+        shared by every list request (each cuts its page from it) until the next ``add_*``."""
+        entries = self._listings.get(kind)
+        if entries is None:
+            if kind == "tools":
+                entries = [self.tools[name].wire for name in sorted(self.tools)]
+            else:
+                table: dict[str, Any] = getattr(self, kind)
+                entries = [entry.describe() for entry in table.values()]
+            self._listings[kind] = entries
+        return entries
 
     def add_tool(self, tool: Tool) -> None:
         if tool.name in self.tools:
             raise ValueError(f"tool {tool.name!r} is declared twice")
         self.tools[tool.name] = tool
+        self._listings.clear()
 
     def add_resource(self, entry: Resource) -> None:
         table: dict[str, Any] = (
@@ -352,11 +368,13 @@ class Registry:
         if entry.uri in table:
             raise ValueError(f"resource {entry.uri!r} is declared twice")
         table[entry.uri] = entry
+        self._listings.clear()
 
     def add_prompt(self, prompt: Prompt) -> None:
         if prompt.name in self.prompts:
             raise ValueError(f"prompt {prompt.name!r} is declared twice")
         self.prompts[prompt.name] = prompt
+        self._listings.clear()
 
     def add_completer(self, ref: tuple[str, str], completer: Completer) -> None:
         if ref in self.completers:

@@ -127,3 +127,30 @@ def test_duplicate_tool_prompt_and_resource_names_are_refused() -> None:
     assert registry.prompts["greet"].signature.fn is handler
     assert registry.resources["test://r"].signature.fn is handler
     assert registry.templates["test://items/{id}"].signature.fn is handler
+
+
+def test_list_requests_share_one_listing_until_something_is_declared() -> None:
+    """Each ``*/list`` cuts its page from a listing built once, not from the whole registry
+    walked (and the tools sorted) again; declaring anything, at any time, renews them all."""
+    server = Server("listing")
+    registry = server.registry
+    server.tool("b")(handler)
+    server.tool("a")(handler)
+    server.prompt("greet")(handler)
+    tools, prompts = registry.listing("tools"), registry.listing("prompts")
+    assert [tool["name"] for tool in tools] == ["a", "b"]
+    assert registry.listing("tools") is tools and registry.listing("prompts") is prompts
+    assert registry.listing("resources") == [] and registry.listing("templates") == []
+
+    # each kind, listed (and so kept) just before, is renewed by a declaration of its own
+    server.tool("c")(handler)
+    assert [tool["name"] for tool in registry.listing("tools")] == ["a", "b", "c"]
+    assert [prompt["name"] for prompt in registry.listing("prompts")] == ["greet"]
+    server.prompt("farewell")(handler)
+    assert [prompt["name"] for prompt in registry.listing("prompts")] == ["greet", "farewell"]
+    assert registry.listing("resources") == []
+    server.resource("test://r")(handler)
+    assert [entry["uri"] for entry in registry.listing("resources")] == ["test://r"]
+    assert registry.listing("templates") == []
+    server.resource("test://items/{id}")(handler)
+    assert [e["uriTemplate"] for e in registry.listing("templates")] == ["test://items/{id}"]
