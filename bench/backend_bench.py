@@ -84,15 +84,21 @@ def task_server(cancelled_at: list[float] | None = None, limits: Limits = UNLIMI
     return server
 
 
-async def create_and_get(url: str, count: int) -> float:
-    """Tasks created and read back per second."""
+async def create_and_get(url: str, count: int) -> tuple[float, float]:
+    """Tasks created and read back per second, and this process's CPU per task (microseconds,
+    worker threads included, the database server's not) until the last one has completed."""
     server = task_server()
     async with open_client(server.asgi_app(backend=url), capabilities=TASKS) as client:
         await client.get_task(await client.create_task("quick"))  # warm: tables, caches
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         for _ in range(count):
-            await client.get_task(await client.create_task("quick"))
-        return count / (time.perf_counter() - started)
+            task = await client.get_task(await client.create_task("quick"))
+        rate = count / (time.perf_counter() - started)
+        with trio.fail_after(10):
+            while task["status"] != "completed":
+                await trio.sleep(0.001)
+                task = await client.get_task(task["taskId"])
+        return rate, (time.process_time() - cpu) / count * 1e6
 
 
 # ------------------------------------------------------------------ 2: cancel latency
@@ -264,13 +270,19 @@ def stores(args: argparse.Namespace, scratch: Path, new_pg: Callable[[], str]) -
 
     makers = {"memory": lambda: "memory:", "sqlite": sqlite_url, "postgresql": pg_url}
     rates: dict[str, list[float]] = {name: [] for name in makers}
+    cpus: dict[str, list[float]] = {name: [] for name in makers}
     for _ in range(args.reps):  # interleaved: the machine's noise hits all alike
         for name, make in makers.items():
-            rates[name].append(trio.run(create_and_get, make(), args.tasks))
+            rate, cpu = trio.run(create_and_get, make(), args.tasks)
+            rates[name].append(rate)
+            cpus[name].append(cpu)
     print(f"\ntask create + tasks/get, in process ({args.tasks} per rep, sequential)")
     for name, values in rates.items():
         ratio = statistics.median(values) / statistics.median(rates["memory"])
         print(f"  {name:>10}: {spread(values)} tasks/s, x{ratio:.3f} of memory")
+    print("  CPU of this process per task, us (the database server's not counted)")
+    for name, values in cpus.items():
+        print(f"  {name:>10}: {spread(values)}")
 
     print(f"\ntasks/cancel -> Cancelled in the task's scope, ms ({args.samples} per rep)")
     for name, make in (("sqlite", sqlite_url), ("postgresql", pg_url)):
