@@ -11,6 +11,7 @@ N = 100 (a full page too) is printed beside each figure.
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import sys
 import time
@@ -72,10 +73,10 @@ async def every_page(server: Server, runtime: Runtime, n: int) -> float:
     return (time.perf_counter() - started) * 1e3
 
 
-async def main() -> None:
+async def main(sizes: list[int]) -> None:
     print(f"listing_bench: python {sys.version.split()[0]}; page size {PAGE}")
     base: dict[str, float] = {}
-    for n in SIZES:
+    for n in sizes:
         server = build(n)
         async with server.open_runtime() as runtime:
             for method in METHODS:
@@ -93,4 +94,11 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    trio.run(main)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--sizes",
+        default=",".join(map(str, SIZES)),
+        help="how many of each to declare, comma-separated (default: %(default)s)",
+    )
+    sizes = [int(n) for n in parser.parse_args().sizes.split(",")]
+    trio.run(main, sizes)

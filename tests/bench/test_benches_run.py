@@ -40,6 +40,14 @@ def run(*args: str) -> str:
             ("bench/json_bench.py", "--seconds", "0.001"),
             r"200 rows\s+9,\d{3}(\s+[\d,]+\.\d){3}\s+\d\.\d\dx",
         ),
+        (
+            ("bench/listen_bench.py", "--rounds", "5"),
+            r"resources, 1,000 streams: wanted by none\s+\d+\.\d\d \(\s*\d+\.\dx\)",
+        ),
+        (
+            ("bench/listing_bench.py", "--sizes", "60,120"),
+            r"120 declared, every page of tools/list:\s+\d+\.\d ms \(3 pages\)",
+        ),
         # what --instructions runs under valgrind, once per app: here without valgrind
         (("bench/asgi_profile.py", "--count-one", "presa-out-off", "-n", "20"), r"^$"),
         # http_work.py's servers and client (each answer checked), here without valgrind
@@ -62,6 +70,8 @@ def run(*args: str) -> str:
         "tasks_bench",
         "typed_bench",
         "json_bench",
+        "listen_bench",
+        "listing_bench",
         "asgi_profile-count-one",
         "http_work-served",
     ],
