@@ -110,40 +110,57 @@ async def test_close_ends_streams_gracefully_and_later_listens_at_once() -> None
         assert not late.overflowed
 
 
-@pytest.mark.parametrize(
-    ("agreed", "matches"),
-    [
-        ({"toolsListChanged": True}, True),
-        ({"toolsListChanged": True, "promptsListChanged": True}, True),
-        ({"toolsListChanged": False}, False),
-        ({"toolsListChanged": "true"}, False),
-        ({"toolsListChanged": 1}, False),
-        ({"promptsListChanged": True}, False),
-        ({}, False),
-    ],
-)
+FLAG_CASES = [  # a filter, and whether tools/list_changed matches it
+    ({"toolsListChanged": True}, True),
+    ({"toolsListChanged": True, "promptsListChanged": True}, True),
+    ({"toolsListChanged": False}, False),
+    ({"toolsListChanged": "true"}, False),
+    ({"toolsListChanged": 1}, False),
+    ({"promptsListChanged": True}, False),
+    ({}, False),
+]
+RESOURCE_CASES = [  # an updated URI, the watched list, and whether they match
+    ("test://a/b", ["test://a/"], True),
+    ("test://a/b", ["test://a"], True),
+    ("test://a/b/c", ["test://a/"], True),
+    ("test://a/b", ["test://a/b"], True),
+    ("test://a/", ["test://a/"], True),
+    ("test://a/b", ["test://a//"], True),
+    ("/x", ["/"], True),
+    ("test://ab", ["test://a/"], False),
+    ("test://ab", ["test://a"], False),
+    ("test://a", ["test://a/b"], False),
+    ("test://a/b", ["test://x", "test://a/"], True),
+    ("test://a/b", [], False),
+    ("test://a/b", "test://a/", False),  # not a list
+    ("test://a/b", [None, 5], False),
+]
+TASK_CASES = [  # a filter, and whether task t1's notification matches it
+    ({"taskIds": ["t1", "t2"]}, True),
+    ({"taskIds": ("t1",)}, True),
+    ({"taskIds": ["t2"]}, False),
+    ({"taskIds": ["t"]}, False),  # no prefix matching outside resourceSubscriptions
+    ({"taskIds": "t1"}, False),  # not a list
+    ({"taskIds": True}, False),  # a value event is never selected by a flag
+    ({"resourceSubscriptions": ["t1"]}, False),
+    ({}, False),
+]
+
+
+def tools_list_changed() -> BusEvent:
+    return flag_event("notifications/tools/list_changed", "toolsListChanged")
+
+
+def task_t1_changed() -> BusEvent:
+    return BusEvent("notifications/tasks", {"taskId": "t1"}, "taskIds", "t1")
+
+
+@pytest.mark.parametrize(("agreed", "matches"), FLAG_CASES)
 def test_flag_events_need_their_flag_true(agreed: dict[str, object], matches: bool) -> None:
-    event = flag_event("notifications/tools/list_changed", "toolsListChanged")
-    assert event.matches(agreed) is matches
+    assert tools_list_changed().matches(agreed) is matches
 
 
-@pytest.mark.parametrize(
-    ("uri", "watched", "matches"),
-    [
-        ("test://a/b", ["test://a/"], True),
-        ("test://a/b", ["test://a"], True),
-        ("test://a/b/c", ["test://a/"], True),
-        ("test://a/b", ["test://a/b"], True),
-        ("test://a/", ["test://a/"], True),
-        ("test://ab", ["test://a/"], False),
-        ("test://ab", ["test://a"], False),
-        ("test://a", ["test://a/b"], False),
-        ("test://a/b", ["test://x", "test://a/"], True),
-        ("test://a/b", [], False),
-        ("test://a/b", "test://a/", False),  # not a list
-        ("test://a/b", [None, 5], False),
-    ],
-)
+@pytest.mark.parametrize(("uri", "watched", "matches"), RESOURCE_CASES)
 def test_resource_updates_match_equal_or_parent_uris(
     uri: str, watched: object, matches: bool
 ) -> None:
@@ -152,22 +169,9 @@ def test_resource_updates_match_equal_or_parent_uris(
     assert event.matches({"resourceSubscriptions": watched}) is matches
 
 
-@pytest.mark.parametrize(
-    ("agreed", "matches"),
-    [
-        ({"taskIds": ["t1", "t2"]}, True),
-        ({"taskIds": ("t1",)}, True),
-        ({"taskIds": ["t2"]}, False),
-        ({"taskIds": ["t"]}, False),  # no prefix matching outside resourceSubscriptions
-        ({"taskIds": "t1"}, False),  # not a list
-        ({"taskIds": True}, False),  # a value event is never selected by a flag
-        ({"resourceSubscriptions": ["t1"]}, False),
-        ({}, False),
-    ],
-)
+@pytest.mark.parametrize(("agreed", "matches"), TASK_CASES)
 def test_extension_keys_match_by_membership(agreed: dict[str, object], matches: bool) -> None:
-    event = BusEvent("notifications/tasks", {"taskId": "t1"}, "taskIds", "t1")
-    assert event.matches(agreed) is matches
+    assert task_t1_changed().matches(agreed) is matches
 
 
 def test_extension_ids_are_not_treated_as_uri_prefixes() -> None:
@@ -180,42 +184,13 @@ def test_extension_ids_are_not_treated_as_uri_prefixes() -> None:
 # --- the bus finds a matching listener through its index, never by asking every one --------
 
 MATCHING_CASES = (
-    [
-        (flag_event("notifications/tools/list_changed", "toolsListChanged"), agreed, matches)
-        for agreed, matches in [
-            ({"toolsListChanged": True}, True),
-            ({"toolsListChanged": False}, False),
-            ({"toolsListChanged": 1}, False),
-            ({"promptsListChanged": True}, False),
-        ]
-    ]
+    [(tools_list_changed(), agreed, matches) for agreed, matches in FLAG_CASES]
     + [
         (resource_updated_event(uri), {"resourceSubscriptions": watched}, matches)
-        for uri, watched, matches in [
-            ("test://a/b", ["test://a/"], True),
-            ("test://a/b", ["test://a"], True),
-            ("test://a/b/c", ["test://a/"], True),
-            ("test://a/b", ["test://a/b"], True),
-            ("test://a/", ["test://a/"], True),
-            ("test://a/b", ["test://a//"], True),
-            ("/x", ["/"], True),
-            ("test://ab", ["test://a/"], False),
-            ("test://a", ["test://a/b"], False),
-            ("test://a/b", "test://a/", False),
-            ("test://a/b", [None, 5], False),
-        ]
+        for uri, watched, matches in RESOURCE_CASES
     ]
-    + [
-        (BusEvent("notifications/tasks", {}, "taskIds", value), {"taskIds": ids}, matches)
-        for value, ids, matches in [
-            ("t1", ["t1", "t2"], True),
-            ("t1", ("t1",), True),
-            ("t1", ["t"], False),
-            ("t1/x", ["t1"], False),
-            ("t1", True, False),
-            ("t1", "t1", False),
-        ]
-    ]
+    + [(task_t1_changed(), agreed, matches) for agreed, matches in TASK_CASES]
+    + [(BusEvent("notifications/tasks", {}, "taskIds", "t1/x"), {"taskIds": ["t1"]}, False)]
 )
 
 

@@ -127,6 +127,16 @@ async def test_the_ttl_bounds_the_work(
     assert task.error == {"code": -32603, "message": "Task expired before it finished"}
 
 
+def completes_after(finish: trio.Event) -> Any:
+    """Work that completes once ``finish`` is set."""
+
+    async def work(handle: TaskHandle) -> Mapping[str, Any]:
+        await finish.wait()
+        return {"resultType": "complete", "content": []}
+
+    return work
+
+
 # --- commits: from the record the runner wrote, refused once another worker moved it -------
 
 
@@ -181,10 +191,7 @@ async def test_a_result_after_another_worker_ended_the_task_changes_nothing() ->
     published: list[Status] = []
     runner = TaskRunner(store, lambda: 0, lambda record: published.append(record.status))
     finish = trio.Event()
-
-    async def work(handle: TaskHandle) -> Mapping[str, Any]:
-        await finish.wait()
-        return {"resultType": "complete", "content": []}
+    work = completes_after(finish)
 
     async with trio.open_nursery() as nursery:
         await nursery.start(runner.serve)
@@ -372,10 +379,7 @@ async def test_a_store_that_fails_the_final_commit_leaks_nothing(
     store = BreakableStore()
     runner = TaskRunner(store, lambda: int(trio.current_time() * 1000))
     finish = trio.Event()
-
-    async def work(handle: TaskHandle) -> Mapping[str, Any]:
-        await finish.wait()
-        return {"resultType": "complete", "content": []}
+    work = completes_after(finish)
 
     async with trio.open_nursery() as nursery:
         await nursery.start(runner.serve)
