@@ -12,7 +12,7 @@ from __future__ import annotations
 import inspect
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, final
 
@@ -235,8 +235,11 @@ class ResourceTemplate(Resource):
     """A parameterised resource, ``test://items/{id}``, matched by RFC 6570 level 1-2 rules."""
 
     pattern: re.Pattern[str] = field(default=re.compile(""))
+    start: str = ""  # the literal text before the first variable: every URI it holds starts so
 
     def __post_init__(self) -> None:
+        first = _TEMPLATE_VAR.search(self.uri)
+        self.start = self.uri if first is None else self.uri[: first.start()]
         parts: list[str] = []
         last = 0
         for match in _TEMPLATE_VAR.finditer(self.uri):
@@ -326,6 +329,28 @@ class Completer:
 
 
 @final
+class _TemplateIndex:
+    """Templates by their literal start: a URI can only be held by a template whose start it
+    has, so a lookup tries those alone, in declaration order, however many are declared."""
+
+    def __init__(self, templates: list[ResourceTemplate]) -> None:
+        self._templates = templates
+        self._by_start: dict[str, list[int]] = {}  # positions in declaration order
+        for position, template in enumerate(templates):
+            self._by_start.setdefault(template.start, []).append(position)
+        self._lengths = sorted({len(start) for start in self._by_start})
+
+    def candidates(self, uri: str) -> Iterator[ResourceTemplate]:
+        positions: list[int] = []
+        for length in self._lengths:
+            if length > len(uri):
+                break
+            positions += self._by_start.get(uri[:length], ())
+        for position in sorted(positions):
+            yield self._templates[position]
+
+
+@final
 class Registry:
     """Everything a server serves, by name or URI. Filled by ``Server``'s decorators.
 
@@ -340,6 +365,7 @@ class Registry:
         self.prompts: dict[str, Prompt] = {}
         self.completers: dict[tuple[str, str], Completer] = {}
         self._listings: dict[str, list[dict[str, Any]]] = {}
+        self._template_index: _TemplateIndex | None = None
 
     def listing(self, kind: str) -> list[dict[str, Any]]:
         """What ``{kind}/list`` shows (``tools``, ``resources``, ``templates`` or ``prompts``)
@@ -369,6 +395,7 @@ class Registry:
             raise ValueError(f"resource {entry.uri!r} is declared twice")
         table[entry.uri] = entry
         self._listings.clear()
+        self._template_index = None
 
     def add_prompt(self, prompt: Prompt) -> None:
         if prompt.name in self.prompts:
@@ -388,7 +415,9 @@ class Registry:
         resource = self.resources.get(uri)
         if resource is not None:
             return resource, {}
-        for template in self.templates.values():
+        if self._template_index is None:
+            self._template_index = _TemplateIndex(list(self.templates.values()))
+        for template in self._template_index.candidates(uri):
             variables = template.match(uri)
             if variables is None:
                 continue

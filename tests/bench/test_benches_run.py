@@ -45,8 +45,9 @@ def run(*args: str) -> str:
             r"resources, 1,000 streams: wanted by none\s+\d+\.\d\d \(\s*\d+\.\dx\)",
         ),
         (
-            ("bench/listing_bench.py", "--sizes", "60,120"),
-            r"120 declared, every page of tools/list:\s+\d+\.\d ms \(3 pages\)",
+            ("bench/registry_bench.py", "--sizes", "60,120"),
+            r"120 declared,\s+resources/read, no template:\s+\d+\.\d us(.|\n)*"
+            r"120 declared,\s+every page of tools/list:\s+\d+\.\d ms \(3 pages\)",
         ),
         # what --instructions runs under valgrind, once per app: here without valgrind
         (("bench/asgi_profile.py", "--count-one", "presa-out-off", "-n", "20"), r"^$"),
@@ -71,7 +72,7 @@ def run(*args: str) -> str:
         "typed_bench",
         "json_bench",
         "listen_bench",
-        "listing_bench",
+        "registry_bench",
         "asgi_profile-count-one",
         "http_work-served",
     ],

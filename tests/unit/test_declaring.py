@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import itertools
+from typing import Any
+
 import pytest
 
 from presa_trio import Server
+from presa_trio._convert import ArgumentError
 
 
 def nothing_registered(server: Server) -> bool:
@@ -154,3 +158,73 @@ def test_list_requests_share_one_listing_until_something_is_declared() -> None:
     assert registry.listing("templates") == []
     server.resource("test://items/{id}")(handler)
     assert [e["uriTemplate"] for e in registry.listing("templates")] == ["test://items/{id}"]
+
+
+def item(item_id: int) -> str:
+    return f"item {item_id}"
+
+
+def pair(kind: str, name: str) -> str:
+    return f"{kind} {name}"
+
+
+def anything(path: str) -> str:
+    return path
+
+
+TEMPLATES = [
+    ("test://items/{item_id}", item),
+    ("test://{kind}/{name}", pair),
+    ("{+path}", anything),
+    ("test://items/{kind}/{name}", pair),
+    ("other://x{item_id}", item),
+]
+URIS = [
+    "test://items/5",
+    "test://items/abc",  # not an int: the next template that holds it
+    "test://a/b",
+    "test://items/a/b",
+    "other://x7",
+    "other://xy",
+    "other://",
+    "nothing-like-them",
+    "",
+]
+
+
+def linear_lookup(registry: Any, uri: str) -> Any:
+    """The rule ``find_resource`` keeps: exact URIs first, then each template in declaration
+    order, the first whose variables convert."""
+    if uri in registry.resources:
+        return registry.resources[uri], {}
+    for template in registry.templates.values():
+        variables = template.match(uri)
+        if variables is None:
+            continue
+        try:
+            return template, template.signature.binder.from_strings(variables)
+        except ArgumentError:
+            continue
+    return None
+
+
+@pytest.mark.parametrize("order", list(itertools.permutations(range(len(TEMPLATES)))))
+def test_a_uri_is_found_as_trying_every_template_in_turn_would(order: tuple[int, ...]) -> None:
+    """Lookups try only the templates whose literal start a URI has, yet find what trying
+    every one in declaration order finds, whatever that order."""
+    server = Server("templates")
+    for position in order:
+        uri, handler = TEMPLATES[position]
+        server.resource(uri)(handler)
+    server.resource("test://items/7")(anything)
+    for uri in [*URIS, "test://items/7"]:
+        assert server.registry.find_resource(uri) == linear_lookup(server.registry, uri), uri
+
+
+def test_a_template_declared_after_lookups_is_found() -> None:
+    server = Server("templates")
+    server.resource("test://items/{item_id}")(item)
+    assert server.registry.find_resource("late://3") is None
+    server.resource("late://{item_id}")(item)
+    late = server.registry.templates["late://{item_id}"]
+    assert server.registry.find_resource("late://3") == (late, {"item_id": 3})
