@@ -279,9 +279,9 @@ async def test_max_tasks_is_checked_with_per_scope_limit(store: TaskStore) -> No
 
 async def test_sqlite_creation_reads_other_tasks_through_the_index(tmp_path: Path) -> None:
     """Creating a task counts for the limits inside the store's one serialised write: every
-    statement it runs finds the principal's tasks through the (principal, terminal) index,
-    and only the bare total count reads the whole table (SQLite's cheapest full read). One
-    statement summing over every row made each creation cost a pass over the store."""
+    statement it runs finds rows through an index, and the one whole-table read is the
+    bare total count, a scalar subquery (SQLite's cheapest full read). One statement summing
+    over every row made each creation cost a pass over the store."""
     path = tmp_path / "tasks.db"
     database = SqliteDatabase(str(path))
     store = SqlTaskStore(database)
@@ -304,9 +304,20 @@ async def test_sqlite_creation_reads_other_tasks_through_the_index(tmp_path: Pat
     database.close()
     selects = [s for s in statements if s.startswith("SELECT")]
     with contextlib.closing(sqlite3.connect(path)) as conn:
-        plans = {s: [row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {s}")] for s in selects}
-    scans = [s for s, steps in plans.items() if any(step.startswith("SCAN") for step in steps)]
-    assert scans == ["SELECT COUNT(*) FROM presa_tasks"], plans
+        # (id, parent, detail) of each step of each statement's plan
+        plans = {
+            s: [(r[0], r[1], r[3]) for r in conn.execute(f"EXPLAIN QUERY PLAN {s}")]
+            for s in selects
+        }
+    reads = []  # each step that reads the table: (what it does, what it is part of)
+    for steps in plans.values():
+        details = {step: detail for step, _, detail in steps}
+        for _, parent, detail in steps:
+            if detail.startswith(("SEARCH", "SCAN")):
+                reads.append((detail.split()[0], details.get(parent, "")))
+    whole_table = [read for read in reads if read[0] == "SCAN"]
+    assert whole_table == [("SCAN", "SCALAR SUBQUERY 1")], plans
+    assert len(reads) == 3, plans  # the id's check, the principal's count, the total
     assert await SqlTaskStore(SqliteDatabase(str(path))).count() == 2
 
 

@@ -34,12 +34,12 @@ _SCHEMA = (
     "CREATE INDEX IF NOT EXISTS presa_tasks_expires ON presa_tasks (expires_ms)",
 )
 
-# What ``create`` counts for the limits, inside its write. Two statements rather than one
-# that sums over every row: a principal's tasks are read from the (principal, terminal)
-# index alone, and a bare ``COUNT(*)`` is the databases' cheapest whole-table read.
-_COUNT_ALL = "SELECT COUNT(*) FROM presa_tasks"
-_COUNT_PRINCIPAL = (
-    "SELECT COUNT(*), COALESCE(SUM(CASE WHEN terminal = 0 THEN 1 ELSE 0 END), 0) "
+# What ``create`` counts for the limits, inside its write, in one statement (one round
+# trip): the principal's tasks are read from the (principal, terminal) index alone, and
+# only the total is a whole-table read, a bare ``COUNT(*)``, the databases' cheapest.
+_COUNTS = (
+    "SELECT (SELECT COUNT(*) FROM presa_tasks), COUNT(*), "
+    "COALESCE(SUM(CASE WHEN terminal = 0 THEN 1 ELSE 0 END), 0) "
     "FROM presa_tasks WHERE principal = ?"
 )
 
@@ -113,9 +113,8 @@ class SqlTaskStore:
                 "SELECT 1 FROM presa_tasks WHERE task_id = ?", (task.task_id,)
             ).fetchone():
                 raise ValueError(f"task {task.task_id!r} exists")
-            stored = int(conn.execute(_COUNT_ALL).fetchone()[0])
-            by_principal, active = conn.execute(_COUNT_PRINCIPAL, (task.principal,)).fetchone()
-            refused = limits.refusal(stored, int(by_principal), int(active))
+            counts = conn.execute(_COUNTS, (task.principal,)).fetchone()
+            refused = limits.refusal(*(int(count) for count in counts))
             if refused is not None:
                 raise CapacityExceeded(refused, "Task capacity exhausted")
             conn.execute(
