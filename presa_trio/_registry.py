@@ -262,6 +262,17 @@ class ResourceTemplate(Resource):
         found = self.pattern.fullmatch(uri)
         return None if found is None else found.groupdict()
 
+    def holds(self, uri: str) -> dict[str, Any] | None:
+        """``uri``'s variables converted to their hints; None if this template does not
+        hold it: no match, or variables that do not convert (``abc`` for ``note_id: int``)."""
+        variables = self.match(uri)
+        if variables is None:
+            return None
+        try:
+            return self.signature.binder.from_strings(variables)
+        except ArgumentError:
+            return None
+
 
 @final
 @dataclass(slots=True)
@@ -418,13 +429,9 @@ class Registry:
         if self._template_index is None:
             self._template_index = _TemplateIndex(list(self.templates.values()))
         for template in self._template_index.candidates(uri):
-            variables = template.match(uri)
-            if variables is None:
-                continue
-            try:
-                return template, template.signature.binder.from_strings(variables)
-            except ArgumentError:
-                continue
+            variables = template.holds(uri)
+            if variables is not None:
+                return template, variables
         return None
 
     @property

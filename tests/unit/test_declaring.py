@@ -8,7 +8,6 @@ from typing import Any
 import pytest
 
 from presa_trio import Server
-from presa_trio._convert import ArgumentError
 
 
 def nothing_registered(server: Server) -> bool:
@@ -198,13 +197,9 @@ def linear_lookup(registry: Any, uri: str) -> Any:
     if uri in registry.resources:
         return registry.resources[uri], {}
     for template in registry.templates.values():
-        variables = template.match(uri)
-        if variables is None:
-            continue
-        try:
-            return template, template.signature.binder.from_strings(variables)
-        except ArgumentError:
-            continue
+        variables = template.holds(uri)
+        if variables is not None:
+            return template, variables
     return None
 
 
