@@ -392,11 +392,17 @@ class Registry:
             self._listings[kind] = entries
         return entries
 
+    def _renew(self) -> None:
+        """Drop what is derived from the declarations (the listings, the templates' index):
+        each is built again, from them all, when next asked for."""
+        self._listings.clear()
+        self._template_index = None
+
     def add_tool(self, tool: Tool) -> None:
         if tool.name in self.tools:
             raise ValueError(f"tool {tool.name!r} is declared twice")
         self.tools[tool.name] = tool
-        self._listings.clear()
+        self._renew()
 
     def add_resource(self, entry: Resource) -> None:
         table: dict[str, Any] = (
@@ -405,14 +411,13 @@ class Registry:
         if entry.uri in table:
             raise ValueError(f"resource {entry.uri!r} is declared twice")
         table[entry.uri] = entry
-        self._listings.clear()
-        self._template_index = None
+        self._renew()
 
     def add_prompt(self, prompt: Prompt) -> None:
         if prompt.name in self.prompts:
             raise ValueError(f"prompt {prompt.name!r} is declared twice")
         self.prompts[prompt.name] = prompt
-        self._listings.clear()
+        self._renew()
 
     def add_completer(self, ref: tuple[str, str], completer: Completer) -> None:
         if ref in self.completers:
