@@ -3,8 +3,8 @@
 psycopg 3 with psycopg-pool, used synchronously in worker threads through ``trio.to_thread``
 under a bounded limiter (psycopg's async API is asyncio's; no bridge is brought in), so the
 event loop never waits on the network. Every connection carries ``statement_timeout`` and
-``lock_timeout``, so a statement that hangs is bounded; the pool checks a connection before
-lending it, so after the database comes back the pool reconnects by itself.
+``lock_timeout``, so a statement that hangs is bounded; a connection the database has closed
+is never lent (``_lend``), so after the database comes back the pool reconnects by itself.
 
 Writes are serialised with a transaction-level advisory lock, as SQLite serialises them:
 limits counted in a write hold, and message rows commit in the order of their numbers.
@@ -17,9 +17,11 @@ delays a signal by that second at most, and an instance that reconnects catches 
 from __future__ import annotations
 
 import logging
+import select
 import threading
+import time
 from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import AbstractContextManager, asynccontextmanager
+from contextlib import asynccontextmanager
 from functools import partial
 from typing import Any, TypeVar, final
 
@@ -38,6 +40,7 @@ from ._shared import (
     Message,
     SharedBackend,
     StorageUnavailable,
+    in_transaction,
     record_schema_version,
 )
 
@@ -60,6 +63,10 @@ _SCHEMA = (
     "created_ms BIGINT NOT NULL)",
     "CREATE INDEX IF NOT EXISTS presa_messages_created ON presa_messages (created_ms)",
 )
+
+# A write's transaction begins with the write lock taken, in one round trip: a statement
+# without parameters goes by PostgreSQL's simple protocol, which runs several at once.
+_BEGIN_WRITE = f"BEGIN; SELECT pg_advisory_xact_lock({WRITE_LOCK})"
 
 #: What a lost, unreachable or overloaded database raises (anything else is a bug).
 FAULTS = (psycopg.OperationalError, psycopg.InterfaceError, PoolTimeout)
@@ -125,9 +132,6 @@ class _Statements:
     def execute(self, sql: str, parameters: Sequence[Any] = (), /) -> Any:
         return self._conn.execute(sql.replace("?", "%s"), parameters)
 
-    def transaction(self) -> AbstractContextManager[Any]:
-        return self._conn.transaction()
-
 
 @final
 class PostgresDatabase:
@@ -147,7 +151,6 @@ class PostgresDatabase:
             max_size=pool_size,
             open=False,
             kwargs=connection_options(timeout),
-            check=ConnectionPool.check_connection,
             timeout=timeout,
             # psycopg-pool retries a failed connection with a doubling delay until this
             # much time has passed, then starts again from a second at the next demand:
@@ -200,13 +203,7 @@ class PostgresDatabase:
         return result.unwrap()
 
     async def write(self, fn: Callable[[Connection], T]) -> T:
-        def transaction(conn: Connection) -> T:
-            assert isinstance(conn, _Statements)
-            with conn.transaction():
-                conn.execute("SELECT pg_advisory_xact_lock(?)", (WRITE_LOCK,))
-                return fn(conn)
-
-        return await self.run(transaction)
+        return await self.run(in_transaction(_BEGIN_WRITE, fn))
 
     def signal(self, conn: Connection) -> None:
         conn.execute(f"NOTIFY {CHANNEL}")
@@ -259,10 +256,39 @@ class PostgresDatabase:
 
     def _in_thread(self, fn: Callable[[Connection], T]) -> outcome.Outcome[T]:
         try:
-            with self.pool.connection() as conn:
-                return outcome.capture(fn, _Statements(conn))
+            conn = self._lend()
+            try:
+                with conn:
+                    return outcome.capture(fn, _Statements(conn))
+            finally:
+                self.pool.putconn(conn)
         except FAULTS as exc:
             return outcome.Error(exc)
+
+    def _lend(self) -> psycopg.Connection[Any]:
+        """A connection of the pool's that the database has not closed. Each one it has
+        closed (a restart, ``idle_session_timeout``) is closed here too and handed back,
+        and the pool opens another in its place. psycopg-pool's own check would ask the
+        database with a round trip for every statement, and wait between tries: seconds
+        for the first statement after a restart, once for each connection held."""
+        deadline = time.monotonic() + self.timeout
+        while True:
+            conn = self.pool.getconn(max(0.0, deadline - time.monotonic()))
+            if not _closed_by_server(conn):
+                return conn
+            conn.close()
+            self.pool.putconn(conn)
+
+
+def _closed_by_server(conn: psycopg.Connection[Any]) -> bool:
+    """Whether an idle connection has been closed, or is being closed, by the database: an
+    idle connection that has anything to read has been told why it ends (or was simply
+    closed), as nothing else is sent to one that is not listening for notifications."""
+    if conn.closed or conn.broken:
+        return True
+    poller = select.poll()
+    poller.register(conn.fileno(), select.POLLIN)
+    return bool(poller.poll(0))
 
 
 @asynccontextmanager

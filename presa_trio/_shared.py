@@ -91,6 +91,23 @@ def record_schema_version(conn: Connection, version: int) -> None:
         raise BackendError(f"the store was written by a newer presa_trio (schema {int(row[0])})")
 
 
+def in_transaction(begin: str, fn: Callable[[Connection], T]) -> Callable[[Connection], T]:
+    """``fn`` as one transaction that ``begin`` opens: committed if ``fn`` returns, rolled
+    back if it raises (``SqlDatabase.write`` of both databases)."""
+
+    def transaction(conn: Connection) -> T:
+        conn.execute(begin)
+        try:
+            result = fn(conn)
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+        return result
+
+    return transaction
+
+
 def now_ms() -> int:
     return int(time.time() * 1000)
 

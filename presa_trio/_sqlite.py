@@ -35,6 +35,7 @@ from ._shared import (
     Message,
     SharedBackend,
     StorageUnavailable,
+    in_transaction,
     record_schema_version,
 )
 
@@ -184,17 +185,7 @@ class SqliteDatabase:
         (a worker thread cannot be interrupted), so a cancelled caller never leaves half a
         change."""
 
-        def transaction(conn: Connection) -> T:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                result = fn(conn)
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
-            return result
-
-        return await self.run(transaction)
+        return await self.run(in_transaction("BEGIN IMMEDIATE", fn))
 
     def signal(self, conn: Connection) -> None:
         pass  # the other workers see ``data_version`` change

@@ -15,10 +15,10 @@ import psycopg
 import pytest
 import trio
 import trio.lowlevel
-from postgres_cluster import Cluster
+from postgres_cluster import Cluster, running_cluster
 
 from presa_trio import Server
-from presa_trio._postgres import check_database
+from presa_trio._postgres import POOL_SIZE, PostgresDatabase, check_database
 from presa_trio._sqlite import check_file
 from presa_trio.backends import (
     BackendError,
@@ -277,6 +277,34 @@ def test_a_newer_schema_is_refused(postgres: Cluster) -> None:
         db.execute("UPDATE presa_meta SET value = '99' WHERE key = 'schema_version'")
     with pytest.raises(BackendError, match=r"written by a newer presa_trio \(schema 99\)"):
         check_database(url, 5.0)
+
+
+@pytest.mark.parametrize("mode", ["fast", "immediate"])
+async def test_no_statement_fails_after_the_database_restarts(mode: str) -> None:
+    """Every connection the pool holds outlives a restart of the database (a cluster of its
+    own, stopped and started again): none is lent again, so the first statements after the
+    restart work like the rest, each on a new connection."""
+
+    def one(conn: Any) -> Any:
+        return conn.execute("SELECT 1").fetchone()
+
+    def slow(conn: Any) -> Any:
+        return conn.execute("SELECT pg_sleep(0.1)").fetchone()
+
+    with running_cluster() as cluster:
+        db = PostgresDatabase(cluster.new_database(), timeout=5.0)
+        await db.open()
+        try:
+            async with trio.open_nursery() as nursery:  # all of the pool's connections open
+                for _ in range(POOL_SIZE):
+                    nursery.start_soon(db.run, slow)
+            assert db.pool.get_stats()["pool_size"] == POOL_SIZE
+            await trio.to_thread.run_sync(cluster.stop, mode)
+            await trio.to_thread.run_sync(cluster.start)
+            for _ in range(2 * POOL_SIZE):
+                assert await db.run(one) == (1,)
+        finally:
+            await db.aclose()
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "postgresql"])

@@ -317,7 +317,7 @@ async def test_sqlite_creation_reads_other_tasks_through_the_index(tmp_path: Pat
                 reads.append((detail.split()[0], details.get(parent, "")))
     whole_table = [read for read in reads if read[0] == "SCAN"]
     assert whole_table == [("SCAN", "SCALAR SUBQUERY 1")], plans
-    assert len(reads) == 3, plans  # the id's check, the principal's count, the total
+    assert len(reads) == 3, plans  # the total, the principal's count, the id's check
     assert await SqlTaskStore(SqliteDatabase(str(path))).count() == 2
 
 

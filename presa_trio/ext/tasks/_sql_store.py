@@ -34,12 +34,14 @@ _SCHEMA = (
     "CREATE INDEX IF NOT EXISTS presa_tasks_expires ON presa_tasks (expires_ms)",
 )
 
-# What ``create`` counts for the limits, inside its write, in one statement (one round
-# trip): the principal's tasks are read from the (principal, terminal) index alone, and
-# only the total is a whole-table read, a bare ``COUNT(*)``, the databases' cheapest.
-_COUNTS = (
+# What ``create`` reads inside its write, in one statement (one round trip): whether the
+# id is taken, and the counts for the limits. The principal's tasks are read from the
+# (principal, terminal) index alone, and only the total is a whole-table read, a bare
+# ``COUNT(*)``, the databases' cheapest.
+_TAKEN_AND_COUNTS = (
     "SELECT (SELECT COUNT(*) FROM presa_tasks), COUNT(*), "
-    "COALESCE(SUM(CASE WHEN terminal = 0 THEN 1 ELSE 0 END), 0) "
+    "COALESCE(SUM(CASE WHEN terminal = 0 THEN 1 ELSE 0 END), 0), "
+    "(SELECT COUNT(*) FROM presa_tasks WHERE task_id = ?) "
     "FROM presa_tasks WHERE principal = ?"
 )
 
@@ -109,11 +111,11 @@ class SqlTaskStore:
 
     async def create(self, task: TaskRecord, limits: Limits) -> None:
         def insert(conn: Connection) -> None:
-            if conn.execute(
-                "SELECT 1 FROM presa_tasks WHERE task_id = ?", (task.task_id,)
-            ).fetchone():
+            *counts, taken = conn.execute(
+                _TAKEN_AND_COUNTS, (task.task_id, task.principal)
+            ).fetchone()
+            if taken:
                 raise ValueError(f"task {task.task_id!r} exists")
-            counts = conn.execute(_COUNTS, (task.principal,)).fetchone()
             refused = limits.refusal(*(int(count) for count in counts))
             if refused is not None:
                 raise CapacityExceeded(refused, "Task capacity exhausted")
