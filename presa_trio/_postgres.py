@@ -274,21 +274,28 @@ class PostgresDatabase:
         deadline = time.monotonic() + self.timeout
         while True:
             conn = self.pool.getconn(max(0.0, deadline - time.monotonic()))
-            if not _closed_by_server(conn):
+            if _usable(conn):
                 return conn
             conn.close()
             self.pool.putconn(conn)
 
 
-def _closed_by_server(conn: psycopg.Connection[Any]) -> bool:
-    """Whether an idle connection has been closed, or is being closed, by the database: an
-    idle connection that has anything to read has been told why it ends (or was simply
-    closed), as nothing else is sent to one that is not listening for notifications."""
+def _usable(conn: psycopg.Connection[Any]) -> bool:
+    """Whether an idle connection still works. Nothing is sent to an idle connection that
+    does not listen for notifications unless the database is closing it (it says why, then
+    closes): one with nothing to read works. One that has something is asked with an empty
+    query, the round trip psycopg-pool's own check makes every time."""
     if conn.closed or conn.broken:
-        return True
+        return False
     poller = select.poll()
     poller.register(conn.fileno(), select.POLLIN)
-    return bool(poller.poll(0))
+    if not poller.poll(0):
+        return True
+    try:
+        ConnectionPool.check_connection(conn)
+    except psycopg.Error:
+        return False
+    return True
 
 
 @asynccontextmanager

@@ -307,6 +307,33 @@ async def test_no_statement_fails_after_the_database_restarts(mode: str) -> None
             await db.aclose()
 
 
+async def test_a_pooled_connection_is_replaced_only_when_the_database_ended_it(
+    postgres: Cluster,
+) -> None:
+    """A connection with something to read is not taken for closed on sight: one that was
+    sent a notification is still lent (it answers the check), one whose server process was
+    terminated is replaced, and no statement fails either way."""
+
+    def backend_pid(conn: Any) -> int:
+        return int(conn.execute("SELECT pg_backend_pid()").fetchone()[0])
+
+    url = postgres.new_database()
+    db = PostgresDatabase(url, timeout=5.0, pool_size=1)
+    await db.open()
+    try:
+        await db.run(lambda conn: conn.execute("LISTEN presa_test"))
+        first = await db.run(backend_pid)
+        with psycopg.connect(url, autocommit=True) as other:
+            other.execute("NOTIFY presa_test")
+            await trio.sleep(0.2)  # delivered: the pooled connection has it to read
+            assert await db.run(backend_pid) == first
+            other.execute("SELECT pg_terminate_backend(%s)", (first,))
+        await trio.sleep(0.2)
+        assert await db.run(backend_pid) not in (first, 0)
+    finally:
+        await db.aclose()
+
+
 @pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
 async def test_the_revision_fences_a_worker_declared_lost(
     kind: str, tmp_path: Path, request: pytest.FixtureRequest
