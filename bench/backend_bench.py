@@ -104,8 +104,12 @@ async def create_and_get(url: str, count: int) -> tuple[float, float]:
 # ------------------------------------------------------------------ 2: cancel latency
 
 
-async def cancel_latencies(url: str, samples: int, across: bool) -> list[float]:
-    """Milliseconds from tasks/cancel sent to Cancelled delivered in the task."""
+async def cancel_latencies(
+    url: str, samples: int, across: bool, settle: float = 0.005
+) -> list[float]:
+    """Milliseconds from tasks/cancel sent to Cancelled delivered in the task, sent
+    ``settle`` seconds after the task was created (5 ms: running, just; 50 ms: its worker
+    has written nothing for a while)."""
     cancelled_at: list[float] = []
     server = task_server(cancelled_at)
     out = []
@@ -116,12 +120,24 @@ async def cancel_latencies(url: str, samples: int, across: bool) -> list[float]:
         canceller = b if across else a
         for _ in range(samples):
             task_id = await a.create_task("sleeper")
-            await trio.sleep(0.005)  # running, not just created
+            await trio.sleep(settle)
             cancelled_at.clear()
             sent = time.perf_counter()
             await canceller.cancel_task(task_id)
             out.append((cancelled_at[0] - sent) * 1000)
     return out
+
+
+async def waiting_cpu(url: str, seconds: float) -> float:
+    """This process's CPU, in % of a core, while one task waits (a task keeps its worker
+    expecting signals from the others: on SQLite it looks for them)."""
+    server = task_server()
+    async with open_client(server.asgi_app(backend=url), capabilities=TASKS) as client:
+        await client.create_task("sleeper")
+        await trio.sleep(0.5)  # settled
+        started, cpu = time.perf_counter(), time.process_time()
+        await trio.sleep(seconds)
+        return (time.process_time() - cpu) / (time.perf_counter() - started) * 100
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -285,14 +301,24 @@ def stores(args: argparse.Namespace, scratch: Path, new_pg: Callable[[], str]) -
         print(f"  {name:>10}: {spread(values)}")
 
     print(f"\ntasks/cancel -> Cancelled in the task's scope, ms ({args.samples} per rep)")
+    cases = (
+        ("same worker", False, 0.005),
+        ("another worker", True, 0.005),
+        ("another, 50 ms quiet", True, 0.05),
+    )
     for name, make in (("sqlite", sqlite_url), ("postgresql", pg_url)):
-        for label, across in (("same worker", False), ("another worker", True)):
+        for label, across, settle in cases:
             p50s, p99s = [], []
             for _ in range(args.reps):
-                values = trio.run(cancel_latencies, make(), args.samples, across)
+                values = trio.run(cancel_latencies, make(), args.samples, across, settle)
                 p50s.append(percentile(values, 0.5))
                 p99s.append(percentile(values, 0.99))
-            print(f"  {name:>10}, {label:>14}: p50 {spread(p50s)}; p99 {spread(p99s)}")
+            print(f"  {name:>10}, {label:>20}: p50 {spread(p50s)}; p99 {spread(p99s)}")
+
+    print(f"\nCPU of this process while one task waits, % of a core ({args.idle:g} s per rep)")
+    for name, make in makers.items():
+        shares = [trio.run(waiting_cpu, make(), args.idle) for _ in range(args.reps)]
+        print(f"  {name:>10}: {spread(shares)}")
 
     print("\ntasks/get with N tasks stored, ms (p50 / p99 of 200 gets, median of reps)")
     by_stored(args, sqlite_url, pg_url, get_latencies, (10, 1_000, 100_000))
@@ -329,6 +355,7 @@ def main() -> int:
     parser.add_argument("--tasks", type=int, default=300, help="tasks per rep (create + get)")
     parser.add_argument("--samples", type=int, default=200, help="cancels per rep")
     parser.add_argument("--duration", default="5s", help="wrk -d per HTTP run")
+    parser.add_argument("--idle", type=float, default=3.0, help="seconds a task waits per rep")
     parser.add_argument("--skip-http", action="store_true")
     args = parser.parse_args()
     print(f"presa_trio backend bench, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")

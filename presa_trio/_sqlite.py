@@ -7,10 +7,14 @@ at most ``timeout`` seconds; a statement that fails leaves nothing half written 
 is one transaction) and is answered as a retryable ``StorageUnavailable``, never a traceback.
 
 New signals are noticed with ``PRAGMA data_version``, which changes when another connection
-commits: a cheap read that fetches new rows only when there are any, every ``poll`` seconds
-(10 ms by default) while the worker expects signals (a listen stream is open, a task runs
-there, or it waits for an answer), once a second otherwise. A signal therefore reaches a
-worker that expects it within one poll interval plus one read.
+commits: a cheap read that fetches new rows only when there are any. While the worker
+expects signals (a listen stream is open, a task runs there, or it waits for an answer) it
+reads it when a file in the database's directory is written (every commit writes the
+write-ahead log; Linux's inotify tells, ``_dir_watch``), at most every ``poll`` seconds (10
+ms by default) and at least once a second; where there is no inotify, every ``poll``
+seconds. Otherwise it looks once a second. A signal therefore reaches a worker that expects
+it within one poll interval, within one read of its commit if the worker has not looked in
+the last one, and a worker that waits reads nothing while nothing is written.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import outcome
 import trio
 
 from ._backend import BackendError
+from ._dir_watch import DirectoryWatch
 from ._shared import (
     DEFAULT_LEASE,
     IDLE_POLL,
@@ -144,6 +149,11 @@ class SqliteDatabase:
         self._health = Health("sqlite", logger)
         self._watch: sqlite3.Connection | None = None
         self._version: int | None = None
+        self._directory = os.path.dirname(os.path.abspath(path))
+        self._writes: DirectoryWatch | None = None  # opened by the first ``changes``
+        self._writes_tried = False
+        self._looked = float("-inf")  # when ``changes`` last read data_version
+        self._missed = False  # the last read, woken by a write, found nothing (see changes)
 
     async def aclose(self) -> None:
         await trio.lowlevel.checkpoint()
@@ -156,6 +166,9 @@ class SqliteDatabase:
         if self._watch is not None:
             self._watch.close()
             self._watch = None
+        if self._writes is not None:
+            self._writes.close()
+            self._writes = None
 
     async def run(self, fn: Callable[[Connection], T]) -> T:
         """``fn(connection)`` in a worker thread (autocommit: each statement its own
@@ -193,19 +206,48 @@ class SqliteDatabase:
     async def changes(
         self, after: int, attentive: bool, poll: float, wake: trio.Event
     ) -> list[Message] | None:
+        written = False
         if attentive:
-            await trio.sleep(poll)
+            written = await self._until_written(poll)
         else:
             with trio.move_on_after(IDLE_POLL):
                 await wake.wait()
+        self._looked = trio.current_time()
         try:
-            return await trio.to_thread.run_sync(self._poll_once, after)
+            rows = await trio.to_thread.run_sync(self._poll_once, after)
         except sqlite3.Error as exc:
             self._health.failed(str(exc))
             if self._watch is not None:
                 self._watch.close()
                 self._watch = None
             raise StorageUnavailable() from None
+        # A look a write woke that found nothing may have come too early: that commit may
+        # still be on its way, or the write was the first of two (a cancel's record, then
+        # its message). The next look is not held back; the one after such a look is.
+        self._missed = written and not rows and not self._missed
+        return rows
+
+    async def _until_written(self, poll: float) -> bool:
+        """Wait until another connection may have committed; whether a write said so.
+
+        With a watch on the directory, until a file there is written: at most a second, and
+        no sooner than ``poll`` after the last look, so a busy file is read no more often
+        than by polling (at most twice per ``poll``). After a look a write woke that found
+        nothing, until the next write, at most ``poll``. Without a watch, ``poll``."""
+        if not self._writes_tried:
+            self._writes_tried = True
+            self._writes = DirectoryWatch.open(self._directory)
+        if self._writes is None:
+            await trio.sleep(poll)
+            return False
+        bound = poll
+        if not self._missed:
+            await trio.sleep_until(self._looked + poll)
+            bound = IDLE_POLL
+        with trio.move_on_after(bound):
+            await self._writes.written()
+            return True
+        return False
 
     def _poll_once(self, after: int) -> list[Message] | None:
         """The rows after ``after`` when anyone committed since the last look."""
