@@ -53,8 +53,13 @@ class DirectoryWatch:
     async def written(self) -> None:
         """Return once a file in the directory has been written since the last return (at
         once if one has been); what was reported until now is consumed."""
-        while not self._consume():
+        if self._consume():
+            await trio.lowlevel.checkpoint()
+            return
+        while True:
             await trio.lowlevel.wait_readable(self._fd)
+            if self._consume():
+                return
 
     def _consume(self) -> bool:
         """Read every event reported so far (the fd never blocks); whether there was one."""
