@@ -153,7 +153,8 @@ class SqliteDatabase:
         self._writes: DirectoryWatch | None = None  # opened by the first ``changes``
         self._writes_tried = False
         self._looked = float("-inf")  # when ``changes`` last read data_version
-        self._missed = False  # the last read, woken by a write, found nothing (see changes)
+        self._woken = False  # the last read followed a write (see changes)
+        self._missed = False  # and found nothing
 
     async def aclose(self) -> None:
         await trio.lowlevel.checkpoint()
@@ -221,30 +222,31 @@ class SqliteDatabase:
                 self._watch.close()
                 self._watch = None
             raise StorageUnavailable() from None
-        # A look a write woke that found nothing may have come too early: that commit may
-        # still be on its way, or the write was the first of two (a cancel's record, then
-        # its message). The next look is not held back; the one after such a look is.
+        # A commit's writing is reported before the commit shows, so a look a write woke
+        # may have come too early for it, or for a commit reported with it: the next look
+        # comes within ``poll`` even if nothing more is written. One that found nothing
+        # (or the write was the first of two, as a cancel writes the record, then the
+        # message) is not held back either; the one after such a look is.
+        self._woken = written
         self._missed = written and not rows and not self._missed
         return rows
 
     async def _until_written(self, poll: float) -> bool:
         """Wait until another connection may have committed; whether a write said so.
 
-        With a watch on the directory, until a file there is written: at most a second, and
-        no sooner than ``poll`` after the last look, so a busy file is read no more often
-        than by polling (at most twice per ``poll``). After a look a write woke that found
-        nothing, until the next write, at most ``poll``. Without a watch, ``poll``."""
+        With a watch on the directory, until a file there is written: no sooner than
+        ``poll`` after the last look, so a busy file is read no more often than by polling
+        (at most twice per ``poll``, see ``changes``), and at most a second, or ``poll``
+        after a look a write woke. Without a watch, ``poll``."""
         if not self._writes_tried:
             self._writes_tried = True
             self._writes = DirectoryWatch.open(self._directory)
         if self._writes is None:
             await trio.sleep(poll)
             return False
-        bound = poll
         if not self._missed:
             await trio.sleep_until(self._looked + poll)
-            bound = IDLE_POLL
-        with trio.move_on_after(bound):
+        with trio.move_on_after(poll if self._woken else IDLE_POLL):
             await self._writes.written()
             return True
         return False

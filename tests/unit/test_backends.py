@@ -322,6 +322,28 @@ async def test_a_look_a_write_woke_that_found_nothing_is_not_held_back(
     await other.aclose()
 
 
+async def test_after_a_look_a_write_woke_the_next_comes_within_poll(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    """Two commits reported together, the second not yet shown when the first is read (a
+    commit is written before it shows): the look after one a write woke comes within
+    ``poll`` even if nothing more is written, not a second later."""
+    poll = 0.01
+    path = str(tmp_path / "state.db")
+    check_file(path)
+    db, other = SqliteDatabase(path), SqliteDatabase(path)
+    db._writes_tried, db._writes = True, Writes(1)  # type: ignore[assignment]
+    await first_look(db, poll)
+    await other.write(insert_message)
+    assert len(await db.changes(0, True, poll, trio.Event()) or []) == 1  # woken
+    await other.write(insert_message)  # its writing was reported with the first
+    started = trio.current_time()
+    assert len(await db.changes(1, True, poll, trio.Event()) or []) == 1
+    assert trio.current_time() - started == pytest.approx(2 * poll)  # held back, then poll
+    await db.aclose()
+    await other.aclose()
+
+
 async def test_a_file_written_all_the_time_is_read_at_most_twice_per_poll(
     tmp_path: Path, autojump_clock: trio.testing.MockClock
 ) -> None:
