@@ -321,6 +321,45 @@ async def test_sqlite_creation_reads_other_tasks_through_the_index(tmp_path: Pat
     assert await SqlTaskStore(SqliteDatabase(str(path))).count() == 2
 
 
+async def test_sqlite_compare_and_set_is_one_statement_outside_the_serialised_writes(
+    tmp_path: Path,
+) -> None:
+    """A task's state change is one ``UPDATE`` in its own transaction: it waits behind no
+    other worker's write lock (on PostgreSQL: no ``BEGIN``, lock and ``COMMIT`` round trips
+    around it). It counts nothing, so the limits do not need it serialised."""
+    database = SqliteDatabase(str(tmp_path / "tasks.db"))
+    store = SqlTaskStore(database)
+    first = rec("t")
+    await store.create(first, UNLIMITED)
+    statements: list[str] = []
+    writes: list[object] = []
+    run, write = database.run, database.write
+
+    async def traced(fn: Callable[[Any], Any]) -> Any:
+        def tracing(conn: Any) -> Any:
+            conn.set_trace_callback(statements.append)
+            try:
+                return fn(conn)
+            finally:
+                conn.set_trace_callback(None)
+
+        return await run(tracing)
+
+    async def counted(fn: Callable[[Any], Any]) -> Any:
+        writes.append(fn)
+        return await write(fn)
+
+    database.run = traced  # type: ignore[method-assign]
+    database.write = counted  # type: ignore[method-assign]
+    done = apply(first, Completed(RESULT), T0 + 1)
+    assert await store.compare_and_set(done, first.revision)
+    assert not await store.compare_and_set(done, first.revision)  # stale: nothing changes
+    assert writes == []
+    assert [s.split()[0] for s in statements] == ["UPDATE", "UPDATE"]
+    assert await store.get("t") == done
+    database.close()
+
+
 # -------------------------------------------------------------- delete_expired
 
 

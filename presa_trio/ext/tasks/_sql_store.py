@@ -3,10 +3,13 @@
 One row per task: the record as JSON, beside the columns the store queries (principal, owner,
 revision, whether it is terminal, when it expires). Creation counts and inserts in one
 serialised write, so ``Limits`` hold across all workers; compare-and-set is one
-``UPDATE ... WHERE revision = ?``, and the revision is also the fencing token: once another
-worker has failed a task of a worker it believed lost, that worker's next write carries a
-stale revision and changes nothing. It keeps the ``TaskStore`` contract (checked by
-``testing.check_task_store``), and adds ``orphans``: the tasks whose worker was lost.
+``UPDATE ... WHERE revision = ?``, a statement of its own outside the serialised writes (it
+inserts nothing, and a task it ends can only have been counted as still running by a
+creation that read before: a stricter count, never a looser one), and the revision is also
+the fencing token: once another worker has failed a task of a worker it believed lost, that
+worker's next write carries a stale revision and changes nothing. It keeps the
+``TaskStore`` contract (checked by ``testing.check_task_store``), and adds ``orphans``: the
+tasks whose worker was lost.
 """
 
 from __future__ import annotations
@@ -90,10 +93,12 @@ class SqlTaskStore:
         self._ready = False
 
     async def _write(self, fn: Callable[[Connection], T]) -> T:
+        """``fn``'s statements as one transaction, serialised with every other write."""
         await self._prepare()
         return await self.db.write(fn)
 
-    async def _read(self, fn: Callable[[Connection], T]) -> T:
+    async def _statement(self, fn: Callable[[Connection], T]) -> T:
+        """``fn``'s one statement, its own transaction."""
         await self._prepare()
         return await self.db.run(fn)
 
@@ -141,7 +146,7 @@ class SqlTaskStore:
             ).fetchone()
             return None if row is None else str(row[0])
 
-        text = await self._read(select)
+        text = await self._statement(select)
         return None if text is None else decode(text)
 
     async def compare_and_set(self, task: TaskRecord, expected_revision: int) -> bool:
@@ -160,7 +165,7 @@ class SqlTaskStore:
             )
             return bool(changed.rowcount == 1)
 
-        return await self._write(update)
+        return await self._statement(update)
 
     async def delete_expired(self, now_ms: int) -> int:
         def delete(conn: Connection) -> int:
@@ -176,7 +181,7 @@ class SqlTaskStore:
         def count(conn: Connection) -> int:
             return int(conn.execute("SELECT COUNT(*) FROM presa_tasks").fetchone()[0])
 
-        return await self._read(count)
+        return await self._statement(count)
 
     async def orphans(self, lease_ms: int) -> list[str]:
         """Unfinished tasks whose worker is gone: it left, or has not renewed its lease
@@ -190,4 +195,4 @@ class SqlTaskStore:
             ).fetchall()
             return [str(row[0]) for row in rows]
 
-        return await self._read(select)
+        return await self._statement(select)
