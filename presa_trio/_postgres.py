@@ -258,10 +258,9 @@ class PostgresDatabase:
         try:
             conn = self._lend()
             try:
-                with conn:
-                    return outcome.capture(fn, _Statements(conn))
+                return outcome.capture(fn, _Statements(conn))
             finally:
-                self.pool.putconn(conn)
+                self.pool.putconn(conn)  # a transaction left open is rolled back there
         except FAULTS as exc:
             return outcome.Error(exc)
 
