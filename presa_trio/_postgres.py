@@ -7,8 +7,9 @@ event loop never waits on the network. Every connection carries ``statement_time
 is never lent (``_lend``), so after the database comes back the pool reconnects by itself.
 
 Writes are serialised with a transaction-level advisory lock, as SQLite serialises them:
-limits counted in a write hold, and message rows commit in the order of their numbers.
-Signals wake the other instances with ``NOTIFY``; each instance ``LISTEN``s on a connection
+limits counted in a write hold, and message rows, each appended by one statement that takes
+the lock, commit in the order of their numbers. Signals wake the other instances with
+``NOTIFY`` (``pg_notify`` in that statement); each instance ``LISTEN``s on a connection
 of its own and reads the message rows after the last one it saw whenever it is woken, and at
 least once a second. The rows are the truth: a notification lost with a dropped connection
 delays a signal by that second at most, and an instance that reconnects catches up.
@@ -67,6 +68,17 @@ _SCHEMA = (
 # A write's transaction begins with the write lock taken, in one round trip: a statement
 # without parameters goes by PostgreSQL's simple protocol, which runs several at once.
 _BEGIN_WRITE = f"BEGIN; SELECT pg_advisory_xact_lock({WRITE_LOCK})"
+
+# A message row in one statement, one round trip: the write lock taken before the row's
+# number is drawn (so rows commit in the order of their numbers), and the notification,
+# which PostgreSQL sends as the statement's transaction commits, naming the worker that
+# wrote (which has no need to read it back).
+_APPEND = (
+    f"WITH locked AS (SELECT pg_advisory_xact_lock({WRITE_LOCK})), "
+    "appended AS (INSERT INTO presa_messages (origin, target, topic, body, created_ms) "
+    "SELECT ?, ?, ?, ?, ? FROM locked RETURNING origin) "
+    f"SELECT pg_notify('{CHANNEL}', origin) FROM appended"
+)
 
 #: What a lost, unreachable or overloaded database raises (anything else is a bug).
 FAULTS = (psycopg.OperationalError, psycopg.InterfaceError, PoolTimeout)
@@ -140,6 +152,7 @@ class PostgresDatabase:
     episode); the next call gets a checked, fresh connection."""
 
     kind = "postgresql"
+    append = _APPEND
     clock = "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)"
 
     def __init__(self, url: str, timeout: float, pool_size: int = POOL_SIZE) -> None:
@@ -166,6 +179,7 @@ class PostgresDatabase:
         self._closed = False
         self._opening = trio.Lock()
         self._opened = False
+        self._read = float("-inf")  # when ``changes`` last read the message rows
 
     async def open(self) -> None:
         """Open the pool (at once; ``run`` opens it on first use otherwise), or raise
@@ -205,18 +219,19 @@ class PostgresDatabase:
     async def write(self, fn: Callable[[Connection], T]) -> T:
         return await self.run(in_transaction(_BEGIN_WRITE, fn))
 
-    def signal(self, conn: Connection) -> None:
-        conn.execute(f"NOTIFY {CHANNEL}")
-
     async def changes(
-        self, after: int, attentive: bool, poll: float, wake: trio.Event
+        self, after: int, attentive: bool, poll: float, wake: trio.Event, own: str = ""
     ) -> list[Message] | None:
+        others = True
         try:
-            await trio.to_thread.run_sync(self._wait, abandon_on_cancel=True)
+            others = await trio.to_thread.run_sync(self._wait, own, abandon_on_cancel=True)
         except FAULTS as exc:
             self._health.failed(_first_line(exc))
             await trio.sleep(min(IDLE_POLL, self.timeout))
             # the rows are the truth: read them anyway, the pool may still reach the database
+        if not others and trio.current_time() < self._read + IDLE_POLL:
+            return None  # only this worker wrote: nothing to read (yet at least once a second)
+        self._read = trio.current_time()
 
         def select(conn: Connection) -> list[Message]:
             rows = conn.execute(
@@ -228,12 +243,13 @@ class PostgresDatabase:
 
         return await self.run(select) or None
 
-    def _wait(self) -> None:
+    def _wait(self, own: str) -> bool:
         """Block until a notification arrives or a second passes (in a worker thread,
-        abandoned when the run ends: it closes its connection itself then)."""
+        abandoned when the run ends: it closes its connection itself then); False when
+        every notification came from ``own``, this worker."""
         with self._listening:
             if self._closed:
-                return
+                return True
             self._waiting = True
         listener = self._listener
         try:
@@ -242,8 +258,9 @@ class PostgresDatabase:
                     self.url, **connection_options(self.timeout)
                 )
                 listener.execute(f"LISTEN {CHANNEL}")
-            for _ in listener.notifies(timeout=IDLE_POLL, stop_after=1):
-                pass
+            # one, or all those that came in the same packet as the first
+            heard = [n.payload for n in listener.notifies(timeout=IDLE_POLL, stop_after=1)]
+            return not heard or any(origin != own for origin in heard)
         except BaseException:
             if listener is not None:
                 listener.close()

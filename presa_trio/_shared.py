@@ -124,8 +124,9 @@ class SqlDatabase(Protocol):
 
     ``run(fn)`` calls ``fn(connection)`` in a worker thread, one statement one transaction;
     ``write(fn)`` runs it as one transaction, serialised with every other write (so limits
-    counted in it hold, and message rows commit in the order of their numbers), committed if
-    it returns, rolled back if it raises. A database failure raises ``StorageUnavailable``.
+    counted in it hold), committed if it returns, rolled back if it raises. A message row is
+    appended with the one statement ``append``. A database failure raises
+    ``StorageUnavailable``.
     """
 
     kind: str
@@ -138,16 +139,20 @@ class SqlDatabase(Protocol):
 
     async def write(self, fn: Callable[[Connection], T]) -> T: ...
 
-    def signal(self, conn: Connection) -> None:
-        """Inside the write that inserts a message: wake the other workers (may do nothing:
-        then they find it when they next look)."""
+    #: One statement that appends a message row (``?`` for origin, target, topic, body and
+    #: created_ms) as a transaction of its own, serialised with every write (so rows commit
+    #: in the order of their numbers), and wakes the other workers if the database can
+    #: (if not, they find it when they next look).
+    append: str
 
     async def changes(
-        self, after: int, attentive: bool, poll: float, wake: trio.Event
+        self, after: int, attentive: bool, poll: float, wake: trio.Event, own: str = ""
     ) -> list[Message] | None:
         """Wait until there may be new messages, then the rows after ``after`` (None: none
         are new). ``attentive``: this worker expects signals now, look every ``poll``
-        seconds if nothing tells you sooner; otherwise ``IDLE_POLL``, or until ``wake``."""
+        seconds if nothing tells you sooner; otherwise ``IDLE_POLL``, or until ``wake``.
+        ``own`` is this worker's id: a database that tells who wrote may skip reading what
+        only this worker did, but never for longer than ``IDLE_POLL``."""
 
     async def aclose(self) -> None: ...
 
@@ -287,15 +292,10 @@ class SharedBackend:
     async def _send(self, target: str | None, topic: str, body: Body) -> None:
         text = json.dumps(body, separators=(",", ":"))
 
-        def insert(conn: Connection) -> None:
-            conn.execute(
-                "INSERT INTO presa_messages (origin, target, topic, body, created_ms) "
-                "VALUES (?, ?, ?, ?, ?)",
-                (self.worker_id, target, topic, text, now_ms()),
-            )
-            self.db.signal(conn)
+        def append(conn: Connection) -> None:
+            conn.execute(self.db.append, (self.worker_id, target, topic, text, now_ms()))
 
-        await self.db.write(insert)
+        await self.db.run(append)
 
     async def _watch_loop(self) -> None:
         """Read new messages whenever the database says there may be some."""
@@ -304,7 +304,7 @@ class SharedBackend:
                 self._wake = trio.Event()
             try:
                 rows = await self.db.changes(
-                    self._last_seq, bool(self._attending), self.poll, self._wake
+                    self._last_seq, bool(self._attending), self.poll, self._wake, self.worker_id
                 )
             except StorageUnavailable:  # reported by the database; look again later
                 await trio.sleep(self.poll)

@@ -137,6 +137,11 @@ class SqliteDatabase:
     """
 
     kind = "sqlite"
+    # one statement is a transaction with the write lock; the others see data_version move
+    append = (
+        "INSERT INTO presa_messages (origin, target, topic, body, created_ms) "
+        "VALUES (?, ?, ?, ?, ?)"
+    )
     clock = "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)"
 
     def __init__(
@@ -201,11 +206,8 @@ class SqliteDatabase:
 
         return await self.run(in_transaction("BEGIN IMMEDIATE", fn))
 
-    def signal(self, conn: Connection) -> None:
-        pass  # the other workers see ``data_version`` change
-
     async def changes(
-        self, after: int, attentive: bool, poll: float, wake: trio.Event
+        self, after: int, attentive: bool, poll: float, wake: trio.Event, own: str = ""
     ) -> list[Message] | None:
         written = False
         if attentive:

@@ -18,7 +18,7 @@ import trio.lowlevel
 import trio.testing
 from postgres_cluster import Cluster, running_cluster
 
-from presa_trio import Server, _sqlite
+from presa_trio import Server, _postgres, _sqlite
 from presa_trio._postgres import POOL_SIZE, PostgresDatabase, check_database
 from presa_trio._shared import IDLE_POLL
 from presa_trio._sqlite import SqliteDatabase, check_file
@@ -167,6 +167,139 @@ async def test_a_broadcast_reaches_every_other_worker_in_order(tmp_path: Path) -
                 await trio.sleep(0.01)
         assert received["two"] == received["three"] == [{"n": n} for n in range(5)]
         assert received["one"] == [], "a worker does not hear its own broadcasts"
+
+
+def shared_url(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
+    """A new store of ``kind``: a file in ``tmp_path``, or a database of the run's cluster."""
+    if kind == "postgresql":
+        return str(request.getfixturevalue("postgres").new_database())
+    return url_of(tmp_path)
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
+async def test_a_message_waits_behind_a_write_and_arrives_after_it(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """A message is appended in the order of the writes (a reader reads on from the last
+    number it saw, so a row numbered before another must not commit after it): while
+    another transaction holds the write lock, the message is not in, and once it ends the
+    message reaches the other worker."""
+    url = shared_url(kind, tmp_path, request)
+    received: list[Any] = []
+    async with open_backend(url) as one, open_backend(url) as two:
+        assert isinstance(one, SharedBackend)
+        two.on_broadcast("news", received.append)
+        if kind == "postgresql":
+            holder: Any = psycopg.connect(url, autocommit=True)
+            holder.execute("BEGIN")
+            holder.execute("SELECT pg_advisory_xact_lock(%s)", (_postgres.WRITE_LOCK,))
+        else:
+            holder = sqlite3.connect(f"{tmp_path}/state.db", isolation_level=None)
+            holder.execute("BEGIN IMMEDIATE")
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(one.broadcast, "news", {"n": 1})
+                await trio.sleep(0.3)
+                rows = holder.execute("SELECT count(*) FROM presa_messages").fetchone()
+                assert rows == (0,), "a message went in while another write held the lock"
+                holder.execute("COMMIT")
+        finally:
+            holder.close()
+        with trio.fail_after(5):
+            while not received:  # noqa: ASYNC110
+                await trio.sleep(0.01)
+        assert received == [{"n": 1}]
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
+async def test_messages_sent_at_once_from_two_workers_all_arrive(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """Forty messages sent concurrently by two workers, each reach the third worker once."""
+    url = shared_url(kind, tmp_path, request)
+    received: list[Any] = []
+    async with (
+        open_backend(url) as one,
+        open_backend(url) as two,
+        open_backend(url) as three,
+    ):
+        three.on_broadcast("news", received.append)
+        with trio.fail_after(10):
+            async with trio.open_nursery() as nursery:
+                for n in range(20):
+                    nursery.start_soon(one.broadcast, "news", {"from": 1, "n": n})
+                    nursery.start_soon(two.broadcast, "news", {"from": 2, "n": n})
+            while len(received) < 40:  # noqa: ASYNC110
+                await trio.sleep(0.01)
+        expected = [{"from": f, "n": n} for f in (1, 2) for n in range(20)]
+        assert sorted(received, key=lambda m: (m["from"], m["n"])) == expected
+
+
+async def test_a_message_on_postgresql_notifies_as_it_commits(postgres: Cluster) -> None:
+    """The statement that appends a message also wakes every listener (``NOTIFY``): a
+    worker waiting for signals learns at once rather than at its next look."""
+    url = postgres.new_database()
+    async with open_backend(url) as one:
+        with psycopg.connect(url, autocommit=True) as listener:
+            listener.execute(f"LISTEN {_postgres.CHANNEL}")
+            await one.broadcast("news", {"n": 1})
+            heard = await trio.to_thread.run_sync(
+                lambda: [n.channel for n in listener.notifies(timeout=5, stop_after=1)]
+            )
+        assert heard == [_postgres.CHANNEL]
+
+
+async def test_a_postgresql_worker_does_not_read_back_what_only_it_wrote(
+    postgres: Cluster,
+) -> None:
+    """Woken only by its own messages' notifications, a worker has nothing new to read;
+    another worker's message is read with them, and a worker reads at least once a second
+    whoever wrote (the rows are the truth)."""
+    url = postgres.new_database()
+    check_database(url, 5.0)
+    db = PostgresDatabase(url, timeout=5.0)
+    await db.open()
+    reads: list[int] = []
+    run = db.run
+
+    async def counted(fn: Any) -> Any:
+        if getattr(fn, "__name__", "") == "select":  # the read of new message rows
+            reads.append(1)
+        return await run(fn)
+
+    db.run = counted  # type: ignore[method-assign]
+
+    async def send(origin: str, n: int) -> None:
+        def append(conn: Any) -> None:
+            conn.execute(db.append, (origin, None, "news", f'{{"n":{n}}}', 0))
+
+        await run(append)
+
+    try:
+        with trio.fail_after(10):
+            assert await db.changes(0, True, 0.01, trio.Event(), own="me") is None  # a second
+            assert len(reads) == 1
+            await send("me", 1)
+            assert await db.changes(0, True, 0.01, trio.Event(), own="me") is None
+            assert len(reads) == 1, "read back a message only this worker wrote"
+            await send("me", 2)
+            await send("other", 3)
+            rows = []
+            while len(rows) < 3:  # the first wake may be this worker's own: not read
+                rows = await db.changes(0, True, 0.01, trio.Event(), own="me") or []
+            assert [(row[1], row[4]) for row in rows] == [
+                ("me", '{"n":1}'),
+                ("me", '{"n":2}'),
+                ("other", '{"n":3}'),
+            ]
+            read = len(reads)
+            await trio.sleep(IDLE_POLL)
+            await send("me", 4)
+            found = await db.changes(3, True, 0.01, trio.Event(), own="me")
+            assert len(reads) == read + 1, "no read for over a second"
+            assert [(row[1], row[4]) for row in found or []] == [("me", '{"n":4}')]
+    finally:
+        await db.aclose()
 
 
 async def test_a_call_is_answered_by_the_worker_named(tmp_path: Path) -> None:
