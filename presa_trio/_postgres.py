@@ -179,7 +179,7 @@ class PostgresDatabase:
         self._closed = False
         self._opening = trio.Lock()
         self._opened = False
-        self._read = float("-inf")  # when ``changes`` last read the message rows
+        self._read = float("-inf")  # when ``_wait`` last read the message rows (monotonic)
 
     async def open(self) -> None:
         """Open the pool (at once; ``run`` opens it on first use otherwise), or raise
@@ -222,34 +222,23 @@ class PostgresDatabase:
     async def changes(
         self, after: int, attentive: bool, poll: float, wake: trio.Event, own: str = ""
     ) -> list[Message] | None:
-        others = True
         try:
-            others = await trio.to_thread.run_sync(self._wait, own, abandon_on_cancel=True)
+            return await trio.to_thread.run_sync(self._wait, after, own, abandon_on_cancel=True)
         except FAULTS as exc:
             self._health.failed(_first_line(exc))
             await trio.sleep(min(IDLE_POLL, self.timeout))
-            # the rows are the truth: read them anyway, the pool may still reach the database
-        if not others and trio.current_time() < self._read + IDLE_POLL:
-            return None  # only this worker wrote: nothing to read (yet at least once a second)
-        self._read = trio.current_time()
+        # the rows are the truth: read them anyway, the pool may still reach the database
+        return await self.run(partial(_messages, after=after)) or None
 
-        def select(conn: Connection) -> list[Message]:
-            rows = conn.execute(
-                "SELECT seq, origin, target, topic, body, created_ms FROM presa_messages "
-                "WHERE seq > ? ORDER BY seq",
-                (after,),
-            ).fetchall()
-            return [tuple(row) for row in rows]
-
-        return await self.run(select) or None
-
-    def _wait(self, own: str) -> bool:
-        """Block until a notification arrives or a second passes (in a worker thread,
-        abandoned when the run ends: it closes its connection itself then); False when
-        every notification came from ``own``, this worker."""
+    def _wait(self, after: int, own: str) -> list[Message] | None:
+        """Block until a notification arrives or a second passes, then read the message
+        rows after ``after`` on the listening connection itself (one thread hop for both).
+        Notifications that all came from ``own``, this worker, need no reading, unless the
+        last read is a second old. In a worker thread, abandoned when the run ends: it
+        closes its connection itself then."""
         with self._listening:
             if self._closed:
-                return True
+                return None
             self._waiting = True
         listener = self._listener
         try:
@@ -258,9 +247,14 @@ class PostgresDatabase:
                     self.url, **connection_options(self.timeout)
                 )
                 listener.execute(f"LISTEN {CHANNEL}")
-            # one, or all those that came in the same packet as the first
+            # one, or all those that came in the same packet as the first (one that comes
+            # while the rows are read waits in psycopg's backlog for the next call)
             heard = [n.payload for n in listener.notifies(timeout=IDLE_POLL, stop_after=1)]
-            return not heard or any(origin != own for origin in heard)
+            mine = bool(heard) and all(origin == own for origin in heard)
+            if self._closed or (mine and time.monotonic() < self._read + IDLE_POLL):
+                return None
+            self._read = time.monotonic()
+            return _messages(_Statements(listener), after) or None
         except BaseException:
             if listener is not None:
                 listener.close()
@@ -294,6 +288,16 @@ class PostgresDatabase:
                 return conn
             conn.close()
             self.pool.putconn(conn)
+
+
+def _messages(conn: Connection, after: int) -> list[Message]:
+    """The message rows after number ``after``, in order."""
+    rows = conn.execute(
+        "SELECT seq, origin, target, topic, body, created_ms FROM presa_messages "
+        "WHERE seq > ? ORDER BY seq",
+        (after,),
+    ).fetchall()
+    return [tuple(row) for row in rows]
 
 
 def _usable(conn: psycopg.Connection[Any]) -> bool:
