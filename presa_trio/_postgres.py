@@ -42,6 +42,7 @@ from ._shared import (
     SharedBackend,
     StorageUnavailable,
     in_transaction,
+    messages_after,
     record_schema_version,
 )
 
@@ -228,7 +229,7 @@ class PostgresDatabase:
             self._health.failed(_first_line(exc))
             await trio.sleep(min(IDLE_POLL, self.timeout))
         # the rows are the truth: read them anyway, the pool may still reach the database
-        return await self.run(partial(_messages, after=after)) or None
+        return await self.run(partial(messages_after, after=after)) or None
 
     def _wait(self, after: int, own: str) -> list[Message] | None:
         """Block until a notification arrives or a second passes, then read the message
@@ -254,7 +255,7 @@ class PostgresDatabase:
             if self._closed or (mine and time.monotonic() < self._read + IDLE_POLL):
                 return None
             self._read = time.monotonic()
-            return _messages(_Statements(listener), after) or None
+            return messages_after(_Statements(listener), after) or None
         except BaseException:
             if listener is not None:
                 listener.close()
@@ -288,16 +289,6 @@ class PostgresDatabase:
                 return conn
             conn.close()
             self.pool.putconn(conn)
-
-
-def _messages(conn: Connection, after: int) -> list[Message]:
-    """The message rows after number ``after``, in order."""
-    rows = conn.execute(
-        "SELECT seq, origin, target, topic, body, created_ms FROM presa_messages "
-        "WHERE seq > ? ORDER BY seq",
-        (after,),
-    ).fetchall()
-    return [tuple(row) for row in rows]
 
 
 def _usable(conn: psycopg.Connection[Any]) -> bool:

@@ -108,6 +108,17 @@ def in_transaction(begin: str, fn: Callable[[Connection], T]) -> Callable[[Conne
     return transaction
 
 
+def messages_after(conn: Connection, after: int) -> list[Message]:
+    """The message rows after number ``after``, in order (what ``SqlDatabase.changes``
+    returns once it has looked)."""
+    rows = conn.execute(
+        "SELECT seq, origin, target, topic, body, created_ms FROM presa_messages "
+        "WHERE seq > ? ORDER BY seq",
+        (after,),
+    ).fetchall()
+    return [tuple(row) for row in rows]
+
+
 def now_ms() -> int:
     return int(time.time() * 1000)
 

@@ -41,6 +41,7 @@ from ._shared import (
     SharedBackend,
     StorageUnavailable,
     in_transaction,
+    messages_after,
     record_schema_version,
 )
 
@@ -261,12 +262,7 @@ class SqliteDatabase:
         if version == self._version:
             return None
         self._version = version
-        rows = self._watch.execute(
-            "SELECT seq, origin, target, topic, body, created_ms FROM presa_messages "
-            "WHERE seq > ? ORDER BY seq",
-            (after,),
-        ).fetchall()
-        return [tuple(row) for row in rows]
+        return messages_after(self._watch, after)
 
     def _in_thread(
         self, conn: sqlite3.Connection | None, fn: Callable[[Connection], T]

@@ -260,13 +260,13 @@ async def test_a_postgresql_worker_does_not_read_back_what_only_it_wrote(
     db = PostgresDatabase(url, timeout=5.0)
     await db.open()
     reads: list[int] = []
-    messages = _postgres._messages
+    messages = _postgres.messages_after
 
     def counted(conn: Any, after: int) -> Any:
         reads.append(after)
         return messages(conn, after)
 
-    monkeypatch.setattr(_postgres, "_messages", counted)
+    monkeypatch.setattr(_postgres, "messages_after", counted)
     run = db.run
 
     async def send(origin: str, n: int) -> None:
@@ -643,10 +643,7 @@ async def test_the_revision_fences_a_worker_declared_lost(
 ) -> None:
     """Once another worker failed a task of a worker it believed lost, that worker's late
     outcome (written against the revision it last saw) changes nothing."""
-    if kind == "postgresql":
-        url = request.getfixturevalue("postgres").new_database()
-    else:
-        url = url_of(tmp_path)
+    url = shared_url(kind, tmp_path, request)
     async with open_backend(url) as backend:
         assert isinstance(backend, SharedBackend)
         store = SqlTaskStore(backend.db)
