@@ -1,8 +1,9 @@
 """The task store on a shared SQL database (SQLite for one host, PostgreSQL for many).
 
 One row per task: the record as JSON, beside the columns the store queries (principal, owner,
-revision, whether it is terminal, when it expires). Creation counts and inserts in one
-serialised write, so ``Limits`` hold across all workers; compare-and-set is one
+revision, whether it is terminal, when it expires), and one row that holds how many tasks are
+stored. Creation counts and inserts in one serialised write, so ``Limits`` hold across all
+workers; compare-and-set is one
 ``UPDATE ... WHERE revision = ?``, a statement of its own outside the serialised writes (it
 inserts nothing, and a task it ends can only have been counted as still running by a
 creation that read before: a stricter count, never a looser one), and the revision is also
@@ -35,14 +36,20 @@ _SCHEMA = (
     "CREATE INDEX IF NOT EXISTS presa_tasks_principal ON presa_tasks (principal, terminal)",
     "CREATE INDEX IF NOT EXISTS presa_tasks_active ON presa_tasks (terminal, owner)",
     "CREATE INDEX IF NOT EXISTS presa_tasks_expires ON presa_tasks (expires_ms)",
+    # How many tasks are stored, kept by the writes that add and remove them: a creation
+    # that counted the table read every row (on PostgreSQL 16 ms at 90,000 stored), inside
+    # the write that serialises every worker's creations. Made under the write lock, from
+    # the rows already there (a database an older presa_trio wrote).
+    "CREATE TABLE IF NOT EXISTS presa_task_total (total BIGINT NOT NULL)",
+    "INSERT INTO presa_task_total (total) SELECT (SELECT COUNT(*) FROM presa_tasks) "
+    "WHERE NOT EXISTS (SELECT 1 FROM presa_task_total)",
 )
 
 # What ``create`` reads inside its write, in one statement (one round trip): whether the
 # id is taken, and the counts for the limits. The principal's tasks are read from the
-# (principal, terminal) index alone, and only the total is a whole-table read, a bare
-# ``COUNT(*)``, the databases' cheapest.
+# (principal, terminal) index alone, and the total from its own row.
 _TAKEN_AND_COUNTS = (
-    "SELECT (SELECT COUNT(*) FROM presa_tasks), COUNT(*), "
+    "SELECT (SELECT total FROM presa_task_total), COUNT(*), "
     "COALESCE(SUM(CASE WHEN terminal = 0 THEN 1 ELSE 0 END), 0), "
     "(SELECT COUNT(*) FROM presa_tasks WHERE task_id = ?) "
     "FROM presa_tasks WHERE principal = ?"
@@ -136,6 +143,7 @@ class SqlTaskStore:
                     encode(task),
                 ),
             )
+            conn.execute("UPDATE presa_task_total SET total = total + 1")
 
         await self._write(insert)
 
@@ -172,8 +180,12 @@ class SqlTaskStore:
             deleted = conn.execute(
                 "DELETE FROM presa_tasks WHERE expires_ms IS NOT NULL AND expires_ms <= ?",
                 (now_ms,),
-            )
-            return int(deleted.rowcount)
+            ).rowcount
+            # Counted afresh (a sweep a minute, not a creation): a total that a writer
+            # outside this store left wrong, an older presa_trio's during an upgrade, is
+            # right again after the next sweep.
+            conn.execute("UPDATE presa_task_total SET total = (SELECT COUNT(*) FROM presa_tasks)")
+            return int(deleted)
 
         return await self._write(delete)
 
