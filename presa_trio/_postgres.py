@@ -30,6 +30,7 @@ import outcome
 import psycopg
 import trio
 from psycopg import conninfo
+from psycopg.pq import TransactionStatus
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ._backend import BackendError
@@ -66,9 +67,11 @@ _SCHEMA = (
     "CREATE INDEX IF NOT EXISTS presa_messages_created ON presa_messages (created_ms)",
 )
 
-# A write's transaction begins with the write lock taken, in one round trip: a statement
-# without parameters goes by PostgreSQL's simple protocol, which runs several at once.
-_BEGIN_WRITE = f"BEGIN; SELECT pg_advisory_xact_lock({WRITE_LOCK})"
+# A write's transaction begins with the write lock taken. A write runs in psycopg's
+# pipeline mode: statements go out without waiting for each one's answer, and a round trip
+# is made only where a result is read and once at the end, for the rest (a creation: the
+# lock with the counts it reads, then the insert, the total and COMMIT).
+_BEGIN_WRITE = ("BEGIN", f"SELECT pg_advisory_xact_lock({WRITE_LOCK})")
 
 # A message row in one statement, one round trip: the write lock taken before the row's
 # number is drawn (so rows commit in the order of their numbers), and the notification,
@@ -137,13 +140,53 @@ def check_database(url: str, timeout: float) -> None:
 class _Statements:
     """A psycopg connection seen through the ``Connection`` protocol (``?`` placeholders)."""
 
-    __slots__ = ("_conn",)
+    __slots__ = ("_conn", "_pipeline")
 
-    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+    def __init__(
+        self, conn: psycopg.Connection[Any], pipeline: psycopg.Pipeline | None = None
+    ) -> None:
         self._conn = conn
+        self._pipeline = pipeline
 
     def execute(self, sql: str, parameters: Sequence[Any] = (), /) -> Any:
-        return self._conn.execute(sql.replace("?", "%s"), parameters)
+        cursor = self._conn.execute(sql.replace("?", "%s"), parameters)
+        return cursor if self._pipeline is None else _Pending(cursor, self._pipeline)
+
+
+@final
+class _Pending:
+    """A pipelined statement's cursor. Reading its rows sends what is queued and waits for
+    them (psycopg does); its ``rowcount`` is known once the pipeline has synced."""
+
+    __slots__ = ("_cursor", "_pipeline")
+
+    def __init__(self, cursor: psycopg.Cursor[Any], pipeline: psycopg.Pipeline) -> None:
+        self._cursor = cursor
+        self._pipeline = pipeline
+
+    def fetchone(self) -> Any:
+        return self._cursor.fetchone()
+
+    def fetchall(self) -> list[Any]:
+        return self._cursor.fetchall()
+
+    @property
+    def rowcount(self) -> int:
+        self._pipeline.sync()
+        return self._cursor.rowcount
+
+
+def _in_pipeline(conn: psycopg.Connection[Any], fn: Callable[[Connection], T]) -> T:
+    """``fn`` on ``conn`` in pipeline mode. Once a statement fails, PostgreSQL skips the
+    rest of the pipeline, the ``ROLLBACK`` that ``in_transaction`` sends after it too: the
+    failed transaction is rolled back here, before the connection goes back to the pool."""
+    try:
+        with conn.pipeline() as pipeline:
+            return fn(_Statements(conn, pipeline))
+    except BaseException:
+        if conn.info.transaction_status == TransactionStatus.INERROR:
+            conn.rollback()
+        raise
 
 
 @final
@@ -205,10 +248,13 @@ class PostgresDatabase:
         await trio.to_thread.run_sync(partial(self.pool.close, timeout=self.timeout))
 
     async def run(self, fn: Callable[[Connection], T]) -> T:
+        return await self._run(fn, pipelined=False)
+
+    async def _run(self, fn: Callable[[Connection], T], *, pipelined: bool) -> T:
         if not self._opened:
             await self.open()
         async with self._limiter:
-            result = await trio.to_thread.run_sync(self._in_thread, fn)
+            result = await trio.to_thread.run_sync(self._in_thread, fn, pipelined)
         fault = result.error if isinstance(result, outcome.Error) else None
         if isinstance(fault, FAULTS):
             self._health.failed(_first_line(fault))
@@ -218,7 +264,7 @@ class PostgresDatabase:
         return result.unwrap()
 
     async def write(self, fn: Callable[[Connection], T]) -> T:
-        return await self.run(in_transaction(_BEGIN_WRITE, fn))
+        return await self._run(in_transaction(_BEGIN_WRITE, fn), pipelined=True)
 
     async def changes(
         self, after: int, attentive: bool, poll: float, wake: trio.Event, own: str = ""
@@ -266,10 +312,12 @@ class PostgresDatabase:
                 if self._closed and listener is not None:
                     listener.close()
 
-    def _in_thread(self, fn: Callable[[Connection], T]) -> outcome.Outcome[T]:
+    def _in_thread(self, fn: Callable[[Connection], T], pipelined: bool) -> outcome.Outcome[T]:
         try:
             conn = self._lend()
             try:
+                if pipelined:
+                    return outcome.capture(_in_pipeline, conn, fn)
                 return outcome.capture(fn, _Statements(conn))
             finally:
                 self.pool.putconn(conn)  # a transaction left open is rolled back there

@@ -91,12 +91,15 @@ def record_schema_version(conn: Connection, version: int) -> None:
         raise BackendError(f"the store was written by a newer presa_trio (schema {int(row[0])})")
 
 
-def in_transaction(begin: str, fn: Callable[[Connection], T]) -> Callable[[Connection], T]:
-    """``fn`` as one transaction that ``begin`` opens: committed if ``fn`` returns, rolled
-    back if it raises (``SqlDatabase.write`` of both databases)."""
+def in_transaction(
+    begin: Sequence[str], fn: Callable[[Connection], T]
+) -> Callable[[Connection], T]:
+    """``fn`` as one transaction that the statements ``begin`` open: committed if ``fn``
+    returns, rolled back if it raises (``SqlDatabase.write`` of both databases)."""
 
     def transaction(conn: Connection) -> T:
-        conn.execute(begin)
+        for statement in begin:
+            conn.execute(statement)
         try:
             result = fn(conn)
         except BaseException:

@@ -205,7 +205,7 @@ class SqliteDatabase:
         (a worker thread cannot be interrupted), so a cancelled caller never leaves half a
         change."""
 
-        return await self.run(in_transaction("BEGIN IMMEDIATE", fn))
+        return await self.run(in_transaction(("BEGIN IMMEDIATE",), fn))
 
     async def changes(
         self, after: int, attentive: bool, poll: float, wake: trio.Event, own: str = ""

@@ -27,6 +27,8 @@ from presa_trio.backends import (
     BackendUrl,
     MemoryBackend,
     SharedBackend,
+    SqlDatabase,
+    StorageUnavailable,
     check_url,
     open_backend,
     parse_url,
@@ -654,6 +656,81 @@ async def test_the_revision_fences_a_worker_declared_lost(
         late = apply(mine, Completed({"content": []}), 3)  # the lost worker's, too late
         assert not await store.compare_and_set(late, mine.revision)
         assert await store.get("t") == failed
+
+
+def sql_database(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> SqlDatabase:
+    """A database of ``kind`` with one connection at most (PostgreSQL): a connection a
+    write left in a bad state would be the next statement's."""
+    if kind == "postgresql":
+        url = request.getfixturevalue("postgres").new_database()
+        return PostgresDatabase(url, timeout=5.0, pool_size=1)
+    return SqliteDatabase(str(tmp_path / "state.db"))
+
+
+def keys(conn: Any) -> list[str]:
+    return [str(row[0]) for row in conn.execute("SELECT k FROM t ORDER BY k").fetchall()]
+
+
+@pytest.mark.parametrize("failure", ["the caller raises", "a statement fails"])
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
+async def test_a_write_that_fails_leaves_nothing_and_the_next_one_works(
+    kind: str,
+    failure: str,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A write is all or nothing, after a read in it too (on PostgreSQL a write's
+    statements are pipelined: a read sends what is queued, and a failed statement makes
+    the server skip the rest, the ``ROLLBACK`` included). Its connection is rolled back
+    before it is lent again, without the pool's warning."""
+    db = sql_database(kind, tmp_path, request)
+    try:
+        await db.write(lambda conn: conn.execute("CREATE TABLE t (k TEXT PRIMARY KEY)"))
+
+        def half(conn: Any) -> None:
+            conn.execute("INSERT INTO t VALUES ('a')")
+            assert conn.execute("SELECT COUNT(*) FROM t").fetchone()[0] == 1
+            conn.execute("INSERT INTO t VALUES ('b')")
+            if failure == "the caller raises":
+                raise ValueError("refused")
+            conn.execute("INSERT INTO t VALUES ('a')")  # taken
+            conn.execute("INSERT INTO t VALUES ('c')")
+
+        expected: Any = ValueError
+        if failure == "a statement fails":
+            expected = StorageUnavailable if kind == "sqlite" else psycopg.errors.UniqueViolation
+        with pytest.raises(expected):
+            await db.write(half)
+        assert await db.run(keys) == []
+        assert await db.write(lambda conn: conn.execute("INSERT INTO t VALUES ('z')").rowcount) == 1
+        assert await db.run(keys) == ["z"]
+        assert "rolling back" not in caplog.text
+    finally:
+        await db.aclose()
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
+async def test_a_write_reads_what_it_changed(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """Inside a write, a statement's row count and a later read see the earlier
+    statements' changes (on PostgreSQL, pipelined: the count waits for the answers)."""
+    db = sql_database(kind, tmp_path, request)
+    try:
+        await db.write(lambda conn: conn.execute("CREATE TABLE t (k TEXT PRIMARY KEY)"))
+
+        def change(conn: Any) -> tuple[int, int, list[str]]:
+            for key in "wxyz":
+                conn.execute("INSERT INTO t VALUES (?)", (key,))
+            deleted = conn.execute("DELETE FROM t WHERE k IN ('x', 'y', 'q')").rowcount
+            updated = conn.execute("UPDATE t SET k = 'v' WHERE k = 'w'").rowcount
+            return deleted, updated, keys(conn)
+
+        assert await db.write(change) == (2, 1, ["v", "z"])
+        assert await db.run(keys) == ["v", "z"]
+    finally:
+        await db.aclose()
 
 
 def test_without_psycopg_a_postgresql_url_says_what_to_install() -> None:
