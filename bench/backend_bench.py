@@ -11,6 +11,8 @@ Three measurements, each printed as the median of ``--reps`` repetitions with th
    delivered in the task's scope on A (and, beside it, the same cancel sent to A itself);
    ``tasks/get`` latency with 10, 1,000 and 100,000 tasks stored, and task creation's
    with 10, 1,000, 9,000 and 90,000 stored (each creation checks the limits);
+   the same on PostgreSQL at a distance (``--distance``, 0.5 ms a round trip by default,
+   through ``slow_proxy.py``): a creation's p50 and tasks created and read back per second;
 3. plain ``tools/call`` over HTTP with wrk (conc 16) against the conformance fixture under
    ``hypercorn --worker-class trio``, ``--workers 1`` and ``--workers 2``, each with the
    memory backend and with SQLite shared, to show what non-task requests pay for sharing.
@@ -24,6 +26,7 @@ from __future__ import annotations
 import argparse
 import sqlite3
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -37,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # a t
 
 import http_bench
 import psycopg
-from postgres_cluster import running_cluster
+from postgres_cluster import PORT, Cluster, running_cluster
 
 from presa_trio import Server
 from presa_trio.backends import parse_url
@@ -335,6 +338,52 @@ def stores(args: argparse.Namespace, scratch: Path, new_pg: Callable[[], str]) -
     by_stored(args, sqlite_url, pg_url, create_latencies, (10, 1_000, 9_000, 90_000))
 
 
+def distant(args: argparse.Namespace, cluster: Cluster) -> None:
+    """A creation's p50 and tasks created and read back per second, with the database
+    behind ``slow_proxy.py``: each round trip ``args.distance`` ms longer (and the proxy's
+    own hops), as for a database on another host."""
+    port = http_bench.free_port()
+    proxy = subprocess.Popen(
+        [
+            sys.executable,
+            str(Path(__file__).resolve().parent / "slow_proxy.py"),
+            str(port),
+            str(cluster.base / f".s.PGSQL.{PORT}"),
+            str(args.distance / 2000),
+        ]
+    )
+    try:
+        trio.run(accepting, port)
+
+        def far() -> str:
+            local = f"host={cluster.base}&port={PORT}"
+            return cluster.new_database().replace(local, f"host=127.0.0.1&port={port}")
+
+        p50s, rates = [], []
+        for _ in range(args.reps):
+            p50s.append(percentile(trio.run(create_latencies, far(), 10, 200), 0.5))
+            rates.append(trio.run(create_and_get, far() + "&lease=20", args.tasks)[0])
+    finally:
+        proxy.kill()
+        proxy.wait()
+    print(f"\nPostgreSQL {args.distance:g} ms a round trip away (slow_proxy.py)")
+    print(f"  task creation, 10 stored, p50 ms: {spread(p50s)}")
+    print(f"  task create + tasks/get, tasks/s: {spread(rates)}")
+
+
+async def accepting(port: int) -> None:
+    """Until something accepts connections on 127.0.0.1:``port`` (10 s at most)."""
+    with trio.fail_after(10):
+        while True:
+            try:
+                stream = await trio.open_tcp_stream("127.0.0.1", port)
+            except OSError:
+                await trio.sleep(0.05)
+            else:
+                await stream.aclose()
+                return
+
+
 def by_stored(
     args: argparse.Namespace,
     sqlite_url: Callable[[], str],
@@ -362,12 +411,17 @@ def main() -> int:
     parser.add_argument("--samples", type=int, default=200, help="cancels per rep")
     parser.add_argument("--duration", default="5s", help="wrk -d per HTTP run")
     parser.add_argument("--idle", type=float, default=3.0, help="seconds a task waits per rep")
+    parser.add_argument(
+        "--distance", type=float, default=0.5, help="ms a round trip to PostgreSQL (0: skip)"
+    )
     parser.add_argument("--skip-http", action="store_true")
     args = parser.parse_args()
     print(f"presa_trio backend bench, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
     with tempfile.TemporaryDirectory() as scratch_dir, running_cluster() as cluster:
         scratch = Path(scratch_dir)
         stores(args, scratch, cluster.new_database)
+        if args.distance:
+            distant(args, cluster)
         if not args.skip_http:
             http_runs(args, scratch)
     return 0
