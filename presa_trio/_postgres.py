@@ -17,6 +17,7 @@ delays a signal by that second at most, and an instance that reconnects catches 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import select
 import threading
@@ -179,13 +180,16 @@ class _Pending:
 def _in_pipeline(conn: psycopg.Connection[Any], fn: Callable[[Connection], T]) -> T:
     """``fn`` on ``conn`` in pipeline mode. Once a statement fails, PostgreSQL skips the
     rest of the pipeline, the ``ROLLBACK`` that ``in_transaction`` sends after it too: the
-    failed transaction is rolled back here, before the connection goes back to the pool."""
+    failed transaction is rolled back here, before the connection goes back to the pool.
+    The error reported is the statement's (a connection that fails to roll back is broken,
+    and the pool drops it)."""
     try:
         with conn.pipeline() as pipeline:
             return fn(_Statements(conn, pipeline))
     except BaseException:
         if conn.info.transaction_status == TransactionStatus.INERROR:
-            conn.rollback()
+            with contextlib.suppress(psycopg.Error):
+                conn.rollback()
         raise
 
 

@@ -3,12 +3,12 @@
 One row per task: the record as JSON, beside the columns the store queries (principal, owner,
 revision, whether it is terminal, when it expires), and one row that holds how many tasks are
 stored. Creation counts and inserts in one serialised write, so ``Limits`` hold across all
-workers; compare-and-set is one
-``UPDATE ... WHERE revision = ?``, a statement of its own outside the serialised writes (it
-inserts nothing, and a task it ends can only have been counted as still running by a
-creation that read before: a stricter count, never a looser one), and the revision is also
-the fencing token: once another worker has failed a task of a worker it believed lost, that
-worker's next write carries a stale revision and changes nothing. It keeps the
+workers; compare-and-set is one ``UPDATE ... WHERE revision = ?``, a statement of its own
+outside the serialised writes (it inserts nothing, and a task it ends can only have been
+counted as still running by a creation that read before: a stricter count, never a looser
+one), and the revision is also the fencing token: once another worker has failed a task of
+a worker it believed lost, that worker's next write carries a stale revision and changes
+nothing. It keeps the
 ``TaskStore`` contract (checked by ``testing.check_task_store``), and adds ``orphans``: the
 tasks whose worker was lost.
 """
@@ -37,7 +37,7 @@ _SCHEMA = (
     "CREATE INDEX IF NOT EXISTS presa_tasks_active ON presa_tasks (terminal, owner)",
     "CREATE INDEX IF NOT EXISTS presa_tasks_expires ON presa_tasks (expires_ms)",
     # How many tasks are stored, kept by the writes that add and remove them: a creation
-    # that counted the table read every row (on PostgreSQL 16 ms at 90,000 stored), inside
+    # that counted the table read every row (on PostgreSQL 13-16 ms at 90,000 stored), inside
     # the write that serialises every worker's creations. Made under the write lock, from
     # the rows already there (a database an older presa_trio wrote).
     "CREATE TABLE IF NOT EXISTS presa_task_total (total BIGINT NOT NULL)",
