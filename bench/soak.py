@@ -686,6 +686,26 @@ class ServerProcess:
         return self.log_path.read_bytes().decode(errors="replace")
 
 
+def pool_fds(url: str) -> int:
+    """The fds a store's pool of connections holds at most: a pool that is still filling
+    when the baseline is taken is not a leak."""
+    scheme = url.split(":", 1)[0]
+    if scheme == "sqlite":
+        from presa_trio import _sqlite
+
+        return 2 * _sqlite.POOL_SIZE  # each connection holds the file and its WAL open
+    if scheme in ("postgresql", "postgres"):
+        from presa_trio import _postgres
+
+        return _postgres.POOL_SIZE  # a socket each
+    return 0
+
+
+def display_store(url: str) -> str:
+    """``url`` without its query (a password may sit there)."""
+    return url.split("?", 1)[0]
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -693,11 +713,14 @@ def free_port() -> int:
         return port
 
 
-def start_server(port: int, log_path: Path, ttl_ms: int, reap_seconds: float) -> ServerProcess:
+def start_server(
+    port: int, log_path: Path, ttl_ms: int, reap_seconds: float, store: str
+) -> ServerProcess:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
     env["SOAK_TTL_MS"] = str(ttl_ms)
     env["SOAK_REAP_SECONDS"] = str(reap_seconds)
+    env["PRESA_STORE"] = store
     command = [sys.executable, "-m", "hypercorn", "--worker-class", "trio"]
     command += ["--bind", f"127.0.0.1:{port}", "bench.soak_app:app"]
     with open(log_path, "ab") as log:  # a file, not a pipe: the server never blocks on it
@@ -1006,7 +1029,8 @@ def evaluate(args: argparse.Namespace, report: dict[str, Any], server: ServerPro
     print()
     print(
         f"clients {args.clients}, tasks {args.tasks} x {args.rounds} round(s), "
-        f"seed {args.seed}, ttl {args.ttl_ms} ms, reap every {args.reap_seconds:g} s"
+        f"seed {args.seed}, ttl {args.ttl_ms} ms, reap every {args.reap_seconds:g} s, "
+        f"store {display_store(args.store)}"
     )
     print(
         f"{'round':>5} {'elapsed_s':>9} {'requests':>8} {'req/s':>6} {'conns':>6} "
@@ -1101,6 +1125,11 @@ def parse_args() -> argparse.Namespace:
         "--listen-clients", type=int, default=3, help="clients following their tasks (3)"
     )
     parser.add_argument("--group", type=int, default=4, help="tasks per listen stream (4)")
+    parser.add_argument(
+        "--store",
+        default=os.environ.get("PRESA_STORE") or "memory:",
+        help="the server's backend URL (default: $PRESA_STORE, else memory:)",
+    )
     parser.add_argument("--port", type=int, default=0, help="server port (0: a free one)")
     parser.add_argument("--log", type=Path, default=None, help="server log file (a temp file)")
     parser.add_argument(
@@ -1109,8 +1138,16 @@ def parse_args() -> argparse.Namespace:
         default=QUIET_SECONDS,
         help=f"quiet seconds before the after-sample ({QUIET_SECONDS})",
     )
-    parser.add_argument("--fd-slack", type=int, default=2, help="fd growth tolerated (2)")
+    parser.add_argument(
+        "--fd-slack",
+        type=int,
+        default=None,
+        help="fd growth tolerated (2, plus the fds a shared store's connection pool may "
+        "still open after the baseline: 2 per SQLite connection, 1 per PostgreSQL one)",
+    )
     args = parser.parse_args()
+    if args.fd_slack is None:
+        args.fd_slack = 2 + pool_fds(args.store)
     if args.listen_clients > args.clients or min(args.tasks, args.clients, args.rounds) < 1:
         parser.error("need tasks, clients, rounds >= 1 and listen-clients <= clients")
     return args
@@ -1130,7 +1167,7 @@ def main() -> int:
         f"python {sys.version.split()[0]}, {versions}"
     )
     print(f"# {' '.join(sys.argv)}")
-    server = start_server(port, log_path, args.ttl_ms, args.reap_seconds)
+    server = start_server(port, log_path, args.ttl_ms, args.reap_seconds, args.store)
     try:
         wait_ready(server)
         print(

@@ -104,4 +104,5 @@ def objects() -> dict[str, int]:
     }
 
 
-app = server.asgi_app()
+# PRESA_STORE names the backend (soak.py --store): memory: by default
+app = server.asgi_app(backend=os.environ.get("PRESA_STORE") or None)
