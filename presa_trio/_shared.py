@@ -138,7 +138,9 @@ class SqlDatabase(Protocol):
 
     ``run(fn)`` calls ``fn(connection)`` in a worker thread, one statement one transaction;
     ``write(fn)`` runs it as one transaction, serialised with every other write (so limits
-    counted in it hold), committed if it returns, rolled back if it raises. A message row is
+    counted in it hold), committed if it returns, rolled back if it raises. On PostgreSQL a
+    write's statements are pipelined: a statement that fails raises when a result is next
+    read, or when ``fn`` returns, rather than from its ``execute``. A message row is
     appended with the one statement ``append``. A database failure raises
     ``StorageUnavailable``.
     """
