@@ -220,6 +220,9 @@ class PostgresDatabase:
             name="presa_trio",
         )
         self._limiter = trio.CapacityLimiter(pool_size)
+        # pipeline mode needs libpq 14 or later (psycopg[binary] brings its own; a system
+        # libpq may be older): without it a write waits for each statement's answer
+        self._pipelined = psycopg.Pipeline.is_supported()
         self._health = Health("postgresql", logger)
         self._listener: psycopg.Connection[Any] | None = None
         self._listening = threading.Lock()  # guards the three below, shared with _wait
@@ -268,7 +271,7 @@ class PostgresDatabase:
         return result.unwrap()
 
     async def write(self, fn: Callable[[Connection], T]) -> T:
-        return await self._run(in_transaction(_BEGIN_WRITE, fn), pipelined=True)
+        return await self._run(in_transaction(_BEGIN_WRITE, fn), pipelined=self._pipelined)
 
     async def changes(
         self, after: int, attentive: bool, poll: float, wake: trio.Event, own: str = ""

@@ -33,6 +33,7 @@ from presa_trio.backends import (
     open_backend,
     parse_url,
 )
+from presa_trio.errors import CapacityExceeded
 from presa_trio.ext.tasks._sql_store import SqlTaskStore
 from presa_trio.ext.tasks._states import Completed, Failed, Status, TaskRecord, apply
 from presa_trio.ext.tasks._store import Limits
@@ -656,6 +657,31 @@ async def test_the_revision_fences_a_worker_declared_lost(
         late = apply(mine, Completed({"content": []}), 3)  # the lost worker's, too late
         assert not await store.compare_and_set(late, mine.revision)
         assert await store.get("t") == failed
+
+
+async def test_postgresql_writes_without_pipeline_mode(
+    postgres: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a libpq too old for pipeline mode, a write waits for each statement's answer
+    and works the same: limits, row counts and a rolled-back failure."""
+
+    def too_old(*args: Any) -> Any:
+        raise psycopg.NotSupportedError("libpq too old for pipeline mode")
+
+    monkeypatch.setattr(psycopg.Pipeline, "is_supported", classmethod(lambda cls: False))
+    monkeypatch.setattr(psycopg.Connection, "pipeline", too_old)  # as such a libpq does
+    db = PostgresDatabase(postgres.new_database(), timeout=5.0, pool_size=1)
+    try:
+        assert not db._pipelined
+        store = SqlTaskStore(db)
+        one = Limits(max_tasks=1, max_stored_per_principal=None, max_active_per_principal=None)
+        await store.create(task("t1", "w"), one)
+        with pytest.raises(CapacityExceeded):
+            await store.create(task("t2", "w"), one)
+        assert await store.delete_expired(10**15) == 0
+        assert await store.count() == 1
+    finally:
+        await db.aclose()
 
 
 def sql_database(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> SqlDatabase:
