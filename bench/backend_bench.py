@@ -45,7 +45,7 @@ from postgres_cluster import PORT, Cluster, running_cluster
 from presa_trio import Server
 from presa_trio.backends import parse_url
 from presa_trio.ext.tasks import Limits, Status, TaskRecord, TasksExtension
-from presa_trio.ext.tasks._sql_store import encode
+from presa_trio.ext.tasks._sql_store import RECOUNT, encode
 from presa_trio.testing import open_client
 
 TASKS = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
@@ -272,16 +272,15 @@ def bulk_load(url: str, count: int) -> None:
         )
         rows.append((record.task_id, record.principal, "", 1, 1, None, encode(record)))
     insert = "INSERT INTO presa_tasks VALUES (?, ?, ?, ?, ?, ?, ?)"
-    total = "UPDATE presa_task_total SET total = (SELECT COUNT(*) FROM presa_tasks)"
     parsed = parse_url(url)
     if parsed.scheme == "sqlite":
         with sqlite3.connect(parsed.path) as db:
             db.executemany(insert, rows)
-            db.execute(total)
+            db.execute(RECOUNT)
     else:
         with psycopg.connect(parsed.path) as db, db.cursor() as cursor:
             cursor.executemany(insert.replace("?", "%s"), rows)
-            cursor.execute(total)
+            cursor.execute(RECOUNT)
 
 
 def stores(args: argparse.Namespace, scratch: Path, new_pg: Callable[[], str]) -> None:

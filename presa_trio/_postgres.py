@@ -177,6 +177,11 @@ class _Pending:
         return self._cursor.rowcount
 
 
+def _one_by_one(conn: psycopg.Connection[Any], fn: Callable[[Connection], T]) -> T:
+    """``fn`` on ``conn``, each statement waiting for its answer."""
+    return fn(_Statements(conn))
+
+
 def _in_pipeline(conn: psycopg.Connection[Any], fn: Callable[[Connection], T]) -> T:
     """``fn`` on ``conn`` in pipeline mode. Once a statement fails, PostgreSQL skips the
     rest of the pipeline, the ``ROLLBACK`` that ``in_transaction`` sends after it too: the
@@ -255,13 +260,14 @@ class PostgresDatabase:
         await trio.to_thread.run_sync(partial(self.pool.close, timeout=self.timeout))
 
     async def run(self, fn: Callable[[Connection], T]) -> T:
-        return await self._run(fn, pipelined=False)
+        return await self._on_connection(partial(_one_by_one, fn=fn))
 
-    async def _run(self, fn: Callable[[Connection], T], *, pipelined: bool) -> T:
+    async def _on_connection(self, use: Callable[[psycopg.Connection[Any]], T]) -> T:
+        """``use(connection)`` in a worker thread, on a connection of the pool's."""
         if not self._opened:
             await self.open()
         async with self._limiter:
-            result = await trio.to_thread.run_sync(self._in_thread, fn, pipelined)
+            result = await trio.to_thread.run_sync(self._in_thread, use)
         fault = result.error if isinstance(result, outcome.Error) else None
         if isinstance(fault, FAULTS):
             self._health.failed(_first_line(fault))
@@ -271,7 +277,8 @@ class PostgresDatabase:
         return result.unwrap()
 
     async def write(self, fn: Callable[[Connection], T]) -> T:
-        return await self._run(in_transaction(_BEGIN_WRITE, fn), pipelined=self._pipelined)
+        statements = _in_pipeline if self._pipelined else _one_by_one
+        return await self._on_connection(partial(statements, fn=in_transaction(_BEGIN_WRITE, fn)))
 
     async def changes(
         self, after: int, attentive: bool, poll: float, wake: trio.Event, own: str = ""
@@ -319,13 +326,11 @@ class PostgresDatabase:
                 if self._closed and listener is not None:
                     listener.close()
 
-    def _in_thread(self, fn: Callable[[Connection], T], pipelined: bool) -> outcome.Outcome[T]:
+    def _in_thread(self, use: Callable[[psycopg.Connection[Any]], T]) -> outcome.Outcome[T]:
         try:
             conn = self._lend()
             try:
-                if pipelined:
-                    return outcome.capture(_in_pipeline, conn, fn)
-                return outcome.capture(fn, _Statements(conn))
+                return outcome.capture(use, conn)
             finally:
                 self.pool.putconn(conn)  # a transaction left open is rolled back there
         except FAULTS as exc:

@@ -8,9 +8,8 @@ outside the serialised writes (it inserts nothing, and a task it ends can only h
 counted as still running by a creation that read before: a stricter count, never a looser
 one), and the revision is also the fencing token: once another worker has failed a task of
 a worker it believed lost, that worker's next write carries a stale revision and changes
-nothing. It keeps the
-``TaskStore`` contract (checked by ``testing.check_task_store``), and adds ``orphans``: the
-tasks whose worker was lost.
+nothing. It keeps the ``TaskStore`` contract (checked by ``testing.check_task_store``), and
+adds ``orphans``: the tasks whose worker was lost.
 """
 
 from __future__ import annotations
@@ -44,6 +43,10 @@ _SCHEMA = (
     "INSERT INTO presa_task_total (total) SELECT (SELECT COUNT(*) FROM presa_tasks) "
     "WHERE NOT EXISTS (SELECT 1 FROM presa_task_total)",
 )
+
+#: The total counted afresh from the rows (each sweep; also what a tool that writes rows
+#: straight into the table runs after).
+RECOUNT = "UPDATE presa_task_total SET total = (SELECT COUNT(*) FROM presa_tasks)"
 
 # What ``create`` reads inside its write, in one statement (one round trip): whether the
 # id is taken, and the counts for the limits. The principal's tasks are read from the
@@ -184,7 +187,7 @@ class SqlTaskStore:
             # Counted afresh (a sweep a minute, not a creation): a total that a writer
             # outside this store left wrong, an older presa_trio's during an upgrade, is
             # right again after the next sweep.
-            conn.execute("UPDATE presa_task_total SET total = (SELECT COUNT(*) FROM presa_tasks)")
+            conn.execute(RECOUNT)
             return int(deleted)
 
         return await self._write(delete)
