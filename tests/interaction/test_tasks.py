@@ -63,6 +63,13 @@ def build(world: World, clock: FakeClock, **options: Any) -> tuple[Server, Tasks
         return ",".join(got)
 
     @server.tool(options={"tasks": "optional"})
+    async def asks_at_once(ctx: Context, keys: list[str]) -> str:
+        """Parks once on every key together."""
+        questions = {key: elicit(f"{key}?", {"v": {"type": "string"}}) for key in keys}
+        answers = await ctx.input(questions)
+        return ",".join(f"{key}={answers[key]['content']['v']}" for key in sorted(answers))
+
+    @server.tool(options={"tasks": "optional"})
     async def meddles(ctx: Context, victim: str) -> str:
         """Writes another task's id into its own extras, then asks."""
         ctx.extras["task_id"] = victim
@@ -383,6 +390,41 @@ async def test_updates_partial_fulfilment_and_key_reuse(env: tuple[Client, Tasks
     failed = await settle(client, task_id)  # asking for "a" again is a bug in the tool
     assert failed["status"] == "failed" and failed["error"]["code"] == -32603
     assert tasks_of(client).runner.parked_count() == 0
+
+
+async def test_one_round_of_questions_answered_in_parts(
+    env: tuple[Client, TasksExtension],
+) -> None:
+    """The questions of one ``ctx.input`` share the task's channel: each answer reaches the
+    tool under its own key, in whatever order and updates they come, each exactly once."""
+    client, _ext = env
+    runner = tasks_of(client).runner
+    task_id = await create(client, "asks_at_once", {"keys": ["a", "b", "c"]})
+    await trio.testing.wait_all_tasks_blocked()
+    assert list((await get(client, task_id))["inputRequests"]) == ["a", "b", "c"]
+    assert runner.parked_count() == 3
+    channels = {id(send) for send in runner._live[task_id].parked.values()}
+    assert len(channels) == 1  # one channel for the round, not one per question
+
+    def answer(value: str) -> dict[str, Any]:
+        return {"action": "accept", "content": {"v": value}}
+
+    await client.request("tasks/update", {"taskId": task_id, "inputResponses": {"c": answer("3")}})
+    await trio.testing.wait_all_tasks_blocked()
+    assert list((await get(client, task_id))["inputRequests"]) == ["a", "b"]
+    assert runner.parked_count() == 2
+    ack = await client.request(
+        "tasks/update",
+        {"taskId": task_id, "inputResponses": {"c": answer("again"), "a": answer("1")}},
+    )
+    ignored = {"io.github.presa-trio/ignoredInputKeys": ["c"]}  # answered already
+    assert ack == {"resultType": "complete", "_meta": {**SERVER_INFO, **ignored}}
+    await trio.testing.wait_all_tasks_blocked()
+    assert list((await get(client, task_id))["inputRequests"]) == ["b"]
+    await client.request("tasks/update", {"taskId": task_id, "inputResponses": {"b": answer("2")}})
+    done = await settle(client, task_id)
+    assert done["result"]["content"] == [{"type": "text", "text": "a=1,b=2,c=3"}]
+    assert (runner.parked_count(), runner.live_count) == (0, 0)
 
 
 async def test_invalid_update_bodies(env: tuple[Client, TasksExtension]) -> None:

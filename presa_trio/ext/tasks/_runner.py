@@ -7,9 +7,9 @@ deadline is the task's TTL. A task is registered before its record is stored, so
 ``tasks/cancel`` that arrives before the task first runs finds it, and the work never
 starts. ``tasks/cancel`` marks the task cancelled before it cancels that scope, so whatever
 the work does after (a late result, say) is recorded as ``cancelled``. A tool that needs
-input parks on one memory channel per key; ``tasks/update`` delivers into them. Every task
-runs behind an error boundary: nothing a tool does, and no store failure, reaches the
-runner nursery or another task.
+input parks on a memory channel, one for each round of questions; ``tasks/update`` delivers
+each answer into it with its key. Every task runs behind an error boundary: nothing a tool
+does, and no store failure, reaches the runner nursery or another task.
 """
 
 from __future__ import annotations
@@ -66,14 +66,14 @@ class _Live:
     its deadline is the task's TTL, so ``cancelled`` tells a client's ``tasks/cancel`` from
     an expiry. ``done`` is made by the first ``tasks/cancel`` that waits for the task's
     end: most tasks never need one. ``written`` is the record as this runner last stored
-    it, where ``commit`` starts from (None: it reads the store).
+    it, where ``commit`` starts from: the one copy of it a running task keeps.
     """
 
     answered: Mapping[str, Any]  # answers the creating request already carried (T§6.2)
     deadline: float  # the TTL, on trio's clock
-    written: TaskRecord | None
+    written: TaskRecord
     scope: trio.CancelScope | None = None
-    parked: dict[str, trio.MemorySendChannel[Any]] = field(default_factory=dict)
+    parked: dict[str, trio.MemorySendChannel[tuple[str, Any]]] = field(default_factory=dict)
     cancelled: bool = False
     done: trio.Event | None = None
 
@@ -164,7 +164,7 @@ class TaskRunner:
         return len(self._live)
 
     def parked_count(self) -> int:
-        """How many input channels are parked, over all tasks (0 when nothing waits)."""
+        """How many questions wait for an answer, over all tasks (0 when nothing waits)."""
         return sum(len(live.parked) for live in self._live.values())
 
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
@@ -221,7 +221,7 @@ class TaskRunner:
         nursery = self.nursery
         live = _Live(dict(answered) if answered else _NO_ANSWERS, self._deadline(record), record)
         self._live[record.task_id] = live
-        task = (record, work, live)
+        task = (record.task_id, work, live)
         with trio.CancelScope(shield=True):
             try:
                 await self.store.create(record, limits)
@@ -238,22 +238,24 @@ class TaskRunner:
                     "Server is shutting down; no new tasks are accepted"
                 ) from None
 
-    async def _run_attended(self, record: TaskRecord, work: Work, live: _Live) -> None:
+    async def _run_attended(self, task_id: str, work: Work, live: _Live) -> None:
         """A task on a shared backend: while it runs here, cancels and answers from other
         workers reach it promptly."""
         assert self.backend is not None
         with self.backend.attention():
-            await self._run(record, work, live)
+            await self._run(task_id, work, live)
 
-    async def _run(self, record: TaskRecord, work: Work, live: _Live) -> None:
-        span = self._span(record)
+    async def _run(self, task_id: str, work: Work, live: _Live) -> None:
+        """Run the task to its end and record how it ended. Its record is in ``live`` (the
+        one written last): a parked task keeps no other copy."""
+        span = self._span(live.written)
         outcome: TaskEvent = _STOPPED  # what stands if the runner itself is cancelled
         try:
             if span is None:
-                outcome = await self._attempt(record, work, live)
+                outcome = await self._attempt(task_id, work, live)
             else:
                 with span.current():
-                    outcome = await self._attempt(record, work, live)
+                    outcome = await self._attempt(task_id, work, live)
             if live.cancelled:  # a client's cancel is honoured, whatever came after
                 outcome = CancelRequested()
             elif live.expired:
@@ -263,12 +265,12 @@ class TaskRunner:
                 send.close()
             live.parked.clear()
             with trio.move_on_after(COMMIT_SECONDS, shield=True):
-                await self._settle(record.task_id, outcome)
-            del self._live[record.task_id]
+                await self._settle(task_id, outcome)
+            del self._live[task_id]
             if live.done is not None:
                 live.done.set()
             if span is not None:
-                self._end_span(span, record, outcome)
+                self._end_span(span, live.written, outcome)
 
     def _span(self, record: TaskRecord) -> SpanHandle | None:
         """The task's span, from creation to its terminal state: a child of the creating
@@ -321,7 +323,7 @@ class TaskRunner:
         left_ms = record.created_ms + record.ttl_ms - self.now_ms()
         return trio.current_time() + left_ms / 1000
 
-    async def _attempt(self, record: TaskRecord, work: Work, live: _Live) -> TaskEvent:
+    async def _attempt(self, task_id: str, work: Work, live: _Live) -> TaskEvent:
         """Run the work in the task's own nursery; its outcome, whatever it raised.
 
         The nursery's cancel scope is the task's: ``tasks/cancel`` and the TTL (its
@@ -339,11 +341,11 @@ class TaskRunner:
                 if live.cancelled or trio.current_time() >= live.deadline:
                     scope.cancel()  # cancelled, or expired, before it first ran: no work
                 await trio.lowlevel.checkpoint_if_cancelled()
-                result = await work(TaskHandle(self, record.task_id, nursery))
+                result = await work(TaskHandle(self, task_id, nursery))
                 if self.check is not None:
                     self.check(result)
         except BaseException as exc:
-            error = protocol_error(exc, f"task {record.task_id}", log=logger)
+            error = protocol_error(exc, f"task {task_id}", log=logger)
             await trio.lowlevel.checkpoint()
             return Failed(error.to_error())
         if result is None:  # its scope caught a cancellation: tasks/cancel or the TTL (the
@@ -375,19 +377,20 @@ class TaskRunner:
         if not missing:
             await trio.lowlevel.checkpoint()
             return found
-        receivers: list[tuple[str, trio.MemoryReceiveChannel[Any]]] = []
+        # One channel for the round, whatever its number of keys: each answer comes with its
+        # key, and room for all of them (a channel is about 2 KB of a parked task).
+        send, receive = trio.open_memory_channel[tuple[str, Any]](len(missing))
         for key in missing:
-            send, receive = trio.open_memory_channel[Any](1)
             live.parked[key] = send
-            receivers.append((key, receive))
-        try:
-            await self.commit(task_id, InputRequested(missing))
-            for key, receive in receivers:
-                found[key] = await receive.receive()
-        finally:
-            for key, receive in receivers:
-                receive.close()
-                live.parked.pop(key, None)
+        with receive:
+            try:
+                await self.commit(task_id, InputRequested(missing))
+                for _ in missing:
+                    key, answer = await receive.receive()
+                    found[key] = answer
+            finally:
+                for key in missing:
+                    live.parked.pop(key, None)
         return found
 
     async def commit(self, task_id: str, event: TaskEvent) -> TaskRecord | None:
@@ -400,7 +403,7 @@ class TaskRunner:
         on. Refused, or with nothing to change, it decides from what the store holds.
         """
         live = self._live.get(task_id)
-        if live is not None and live.written is not None:
+        if live is not None:
             written = live.written
             updated = apply(written, event, self.now_ms())
             if updated is not written:
@@ -466,7 +469,7 @@ class TaskRunner:
             delivered = set()
             for key, send in claimed.items():
                 try:
-                    send.send_nowait(responses[key])
+                    send.send_nowait((key, responses[key]))
                     delivered.add(key)
                 except (trio.BrokenResourceError, trio.ClosedResourceError):
                     pass  # the task ended (cancelled, say) as the answer arrived: unused
