@@ -45,6 +45,7 @@ def body(method: str, params: dict[str, Any], request_id: int = 1) -> bytes:
 CALL_PING = body("tools/call", {"name": "ping", "arguments": {}})
 CALL_TASK = body("tools/call", {"name": "ping_task", "arguments": {}})
 CALL_PARK = body("tools/call", {"name": "park", "arguments": {}})
+CALL_PARK_3 = body("tools/call", {"name": "park_3", "arguments": {}})
 
 
 class Sink:
@@ -90,6 +91,12 @@ def build() -> Server:
         answer = await ctx.input({"value": question})
         return str(answer["value"])
 
+    @server.tool(description="Parks on three elicitations asked at once.", options=OPTIONAL)
+    async def park_3(ctx: Context) -> str:
+        questions = {key: elicit(f"{key}?", {"v": {"type": "string"}}, ["v"]) for key in "abc"}
+        answers = await ctx.input(questions)
+        return ",".join(sorted(answers))
+
     return server
 
 
@@ -111,13 +118,34 @@ async def rpc(server: Server, runtime: Runtime, data: bytes) -> dict[str, Any]:
     return message["result"]  # type: ignore[no-any-return]
 
 
-async def park_tasks(server: Server, runtime: Runtime, count: int) -> list[str]:
+async def park_tasks(
+    server: Server, runtime: Runtime, count: int, call: bytes = CALL_PARK, questions: int = 1
+) -> list[str]:
     runner = runner_of(runtime)
     before = runner.parked_count()
-    ids = [(await rpc(server, runtime, CALL_PARK))["taskId"] for _ in range(count)]
+    ids = [(await rpc(server, runtime, call))["taskId"] for _ in range(count)]
     await trio.testing.wait_all_tasks_blocked()  # each task parks once it gets to run
-    assert runner.parked_count() == before + count
+    assert runner.parked_count() == before + count * questions
     return ids
+
+
+async def parked_bytes(count: int, call: bytes, questions: int) -> float:
+    """tracemalloc's bytes per task parked by ``call`` (``questions`` asked at once)."""
+    server = build()
+    async with server.open_runtime() as runtime:
+        await warm_up(server, runtime)
+        for task_id in await park_tasks(server, runtime, 10, call, questions):  # its caches
+            await rpc(server, runtime, body("tasks/cancel", {"taskId": task_id}))
+        gc.collect()
+        tracemalloc.start()
+        traced0 = tracemalloc.get_traced_memory()[0]
+        ids = await park_tasks(server, runtime, count, call, questions)
+        gc.collect()
+        traced = tracemalloc.get_traced_memory()[0] - traced0 - own_bytes(ids)
+        tracemalloc.stop()
+        for task_id in ids:
+            await rpc(server, runtime, body("tasks/cancel", {"taskId": task_id}))
+    return traced / count
 
 
 async def statuses(server: Server, runtime: Runtime, ids: list[str]) -> dict[str, int]:
@@ -369,6 +397,8 @@ async def main(args: argparse.Namespace) -> None:
         mark = "OK" if each < TARGET else "OVER"
         print(f"   {label}: {total:>11,} B -> {each:6,.0f} B/task  [{mark} target {TARGET:,}]")
     print(f"   trio floor (same trio shape, no presa): {await trio_floor(parked):6,.0f} B/task")
+    three = await parked_bytes(parked // 5, CALL_PARK_3, 3)
+    print(f"   three questions in one ctx.input ({parked // 5:,} tasks): {three:6,.0f} B/task")
     print(f"   tasks/cancel x{parked:,}: {cancel_s:.2f} s; statuses after {after}")
     print(f"   runner.live_count: {live_cancel} after the cancels, {live_b} after server close")
     print(f"   pass A, server close with {parked + 10:,} parked: {close_s:.2f} s, live {live_a}")

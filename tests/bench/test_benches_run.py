@@ -31,7 +31,11 @@ def run(*args: str) -> str:
             r"presa-out-on\s+\d+\.\d\s+\d+\.\d\n(.|\n)*beyond raw: .* us cold(.|\n)*"
             r"\n  validation\s+\d+\.\d\s+\d+\.\d",
         ),
-        (("bench/tasks_bench.py", "--quick"), r"task creation .*\d\.\d\dx"),
+        (
+            ("bench/tasks_bench.py", "--quick"),
+            r"three questions in one ctx.input \(200 tasks\):\s+[\d,]+ B/task(.|\n)*"
+            r"task creation .*\d\.\d\dx",
+        ),
         (
             ("bench/typed_bench.py", "--rows", "20", "-n", "5", "--runs", "1"),
             r"untyped\s+[\d,]+\.\d us/request(.|\n)*typed / untyped: \d+\.\d\dx",
