@@ -3,11 +3,13 @@
 No sockets, no hypercorn, no concurrency: trio scheduler passes are not amortized as under load.
 The breakdown starts from two raw apps: the raw app itself (trio's scheduler passes and the
 exchange, which presa pays too) and the raw app inside a cancel scope used as presa uses its one
-request scope (what that scope adds). Then it times each stage of presa's request alone
-(coroutines driven by hand, so that no scheduler pass lands in a stage), each one directly,
-never as the difference of two timings, which noise could make negative. What is left of the
-whole is the ASGI edge (headers, the responder, the first-wait forwarder) and the joins between
-stages, which cost more inside a whole request than alone.
+request scope (what that scope adds). ``folded`` (``bench/folded_app.py``) makes presa's checks
+for this request in one function: presa-out-off less folded is what presa's structure costs.
+Then it times each stage of presa's request alone (coroutines driven by hand, so that no
+scheduler pass lands in a stage), each one directly, never as the difference of two timings,
+which noise could make negative. What is left of the whole is the ASGI edge (headers, the
+responder, the first-wait forwarder) and the joins between stages, which cost more inside a
+whole request than alone.
 
 ``--cold`` times the apps and the stages again after evicting the CPU caches before each
 request (``Evictor``): under load a request's code and data are no longer in the core's caches
@@ -36,7 +38,7 @@ import trio.testing
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import callgrind, raw_app
+from bench import callgrind, folded_app, raw_app
 from bench.http_bench import PROTO, ROOT, request_body
 from fixtures.conformance import build_server
 from presa_trio._requestlog import CURRENT
@@ -268,6 +270,7 @@ APPS: dict[str, Callable[[], Any]] = {
     "presa-out-off": lambda: build_server(validate_outbound=False).asgi_app(),
     "raw": lambda: raw_app.app,
     "raw-in-scope": lambda: scoped_raw,
+    "folded": lambda: folded_app.app,  # presa's checks for this request in one function
 }
 
 
@@ -310,7 +313,7 @@ def warm_and_cold(n: int, runs: int, body: bytes) -> None:
     print(f"{'':<15}{'warm':>9}{'cold':>9}")
     for label in apps:
         print(f"{label:<15}{us[label, 'warm']:>9.1f}{us[label, 'cold']:>9.1f}")
-    for label in ("presa-out-on", "presa-out-off"):
+    for label in ("presa-out-on", "presa-out-off", "folded"):
         warm, cold = (us[label, mode] - us["raw", mode] for mode in modes)
         print(f"{label} beyond raw: {warm:.1f} us warm, {cold:.1f} us cold ({cold / warm:.1f}x)")
     alone = build_server(validate_outbound=True, loop_warning=None).asgi_app()
@@ -390,6 +393,8 @@ def main() -> int:
     for label, us in totals.items():
         print(f"{label:<15}{us:>9.1f}")
     print(f"presa-out-on / raw: {totals['presa-out-on'] / totals['raw']:.1f}x")
+    structure = totals["presa-out-off"] - totals["folded"]
+    print(f"presa-out-off beyond folded (what presa's structure costs): {structure:.1f} us")
     # A server of its own: the stage loops block the event loop on purpose (no loop warning).
     alone = build_server(validate_outbound=True, loop_warning=None).asgi_app()
     parts = {

@@ -68,6 +68,7 @@ APPS: dict[str, tuple[str, dict[str, str]]] = {
     "presa-out-on": ("fixtures.conformance:app", {"PRESA_VALIDATE_OUTBOUND": "1"}),
     "presa-out-off": ("fixtures.conformance:app", {"PRESA_VALIDATE_OUTBOUND": "0"}),
     "sdk": ("bench.sdk_app:app", {}),
+    "folded": ("bench.folded_app:app", {}),  # presa's checks in one function: a yardstick
     "raw": ("bench.raw_app:app", {}),
 }
 
@@ -261,6 +262,12 @@ def main() -> int:
         default="on",
         help="also serve the official MCP Python SDK's stateless app (default: on)",
     )
+    ap.add_argument(
+        "--folded",
+        choices=["on", "off"],
+        default="off",
+        help="also serve bench/folded_app.py, presa's checks folded into one function",
+    )
     # Many short runs, the servers taking turns: this machine's speed swings for seconds at a
     # time, and medians over 9 runs of 2 s spread half as much from run to run as those over
     # 3 runs of 5 s (bench/README.md, eighth round).
@@ -283,6 +290,7 @@ def main() -> int:
 
     chosen = [f"presa-out-{o}" for o in ("on", "off") if args.outbound in (o, "both")]
     chosen += ["sdk"] if args.sdk == "on" else []
+    chosen += ["folded"] if args.folded == "on" else []
     servers = [Server(label, *APPS[label]) for label in [*chosen, "raw"]]
 
     # SIGTERM/SIGHUP unwind like Ctrl-C, so the finally below stops the servers.

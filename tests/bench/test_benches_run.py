@@ -24,7 +24,11 @@ def run(*args: str) -> str:
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
-        (("bench/asgi_profile.py", "-n", "40"), r"presa-out-on\s+\d+\.\d\n"),
+        (
+            ("bench/asgi_profile.py", "-n", "40"),
+            r"presa-out-on\s+\d+\.\d\n(.|\n)*folded\s+\d+\.\d\n(.|\n)*"
+            r"presa-out-off beyond folded \(what presa's structure costs\): -?\d+\.\d us",
+        ),
         (("bench/asgi_profile.py", "--opcodes"), r"presa-out-on\s+[\d,]+\n"),
         (
             ("bench/asgi_profile.py", "--cold", "-n", "20", "--runs", "1"),
