@@ -205,24 +205,34 @@ async def measured(server: Server, runtime: Runtime) -> list[tuple[str, bytes]]:
 async def throughput(server: Server, runtime: Runtime, ops: int, runs: int) -> None:
     """Each operation's best of ``runs``, the operations taking turns within each run (this
     machine's speed drifts over seconds: a ratio of two figures taken minutes apart would
-    measure the drift)."""
+    measure the drift). The last row is trio's shape for a task with no presa code, timed
+    beside the others: a creation pays a plain call and at least that."""
     runner = runner_of(runtime)
-    operations = await measured(server, runtime)
-    print(f"\nThroughput: {ops:,} ops each, best of {runs} interleaved (ratio to plain call)")
-    best = dict.fromkeys((label for label, _ in operations), float("inf"))
-    for _ in range(runs):
-        for label, data in operations:
-            gc.collect()
-            t0 = time.perf_counter()
-            for _ in range(ops):
-                await rpc(server, runtime, data)
-            await trio.testing.wait_all_tasks_blocked()  # task runs are counted too
-            best[label] = min(best[label], time.perf_counter() - t0)
-            assert runner.live_count == 0
-    base = ops / best[operations[0][0]]
-    for label, seconds in best.items():
-        rate = ops / seconds
-        print(f"   {label:<46} {rate:>9,.0f} ops/s  {rate / base:5.2f}x  {1e6 / rate:6.1f} us/op")
+    async with trio.open_nursery() as nursery:
+        steps: list[tuple[str, Callable[[], Awaitable[object]]]] = [
+            (label, partial(rpc, server, runtime, data))
+            for label, data in await measured(server, runtime)
+        ]
+        steps.append((TRIO_ALONE, partial(spawn_shape, nursery)))
+        print(f"\nThroughput: {ops:,} ops each, best of {runs} interleaved (ratio to plain call)")
+        best = dict.fromkeys((label for label, _ in steps), float("inf"))
+        for _ in range(runs):
+            for label, step in steps:
+                gc.collect()
+                t0 = time.perf_counter()
+                for _ in range(ops):
+                    await step()
+                await trio.testing.wait_all_tasks_blocked()  # task runs are counted too
+                best[label] = min(best[label], time.perf_counter() - t0)
+                assert runner.live_count == 0 and not nursery.child_tasks
+    us = {label: seconds / ops * 1e6 for label, seconds in best.items()}
+    plain = us[steps[0][0]]
+    for label, each in us.items():
+        print(f"   {label:<46} {1e6 / each:>9,.0f} ops/s  {plain / each:5.2f}x  {each:6.1f} us/op")
+    ceiling = plain / (plain + us[TRIO_ALONE])
+    print(
+        f"   a creation can be at most {ceiling:.2f}x a plain call (a plain call and trio's shape)"
+    )
 
 
 def owner(frame: Any) -> str:
@@ -239,6 +249,21 @@ def owner(frame: Any) -> str:
             return "harness"
         frame = frame.f_back
     return "harness"
+
+
+TRIO_ALONE = "trio alone: spawn, nursery, deadline"
+
+
+async def _shape() -> None:
+    """The runner's trio shape for a task, with no presa code: a nursery, the TTL its
+    scope's deadline."""
+    async with trio.open_nursery() as nursery:
+        nursery.cancel_scope.deadline = trio.current_time() + 3600
+
+
+async def spawn_shape(nursery: trio.Nursery) -> None:
+    nursery.start_soon(_shape)
+    await trio.lowlevel.checkpoint()  # one scheduler pass, as a tool that awaits once
 
 
 async def opcodes(server: Server, runtime: Runtime, ops: int) -> None:
@@ -269,26 +294,13 @@ async def opcodes(server: Server, runtime: Runtime, ops: int) -> None:
         sys.settrace(None)
         return {whose: counts[whose] / ops for whose in ("presa", "trio", "harness")}
 
-    async def shape() -> None:  # the runner's: a nursery, the TTL its scope's deadline
-        async with trio.open_nursery() as nursery:
-            nursery.cancel_scope.deadline = trio.current_time() + 3600
-
-    async def spawn(nursery: trio.Nursery) -> None:
-        nursery.start_soon(shape)
-        await trio.lowlevel.checkpoint()  # one scheduler pass, as a tool that awaits once
-
     print(f"\nPython opcodes per op, {ops:,} ops each (ratio to plain tools/call)")
     rows = [
         (label, await per_op(partial(rpc, server, runtime, data)))
         for label, data in await measured(server, runtime)
     ]
     async with trio.open_nursery() as nursery:
-        rows.append(
-            (
-                "trio alone: spawn, nursery, deadline",
-                await per_op(partial(spawn, nursery)),
-            )
-        )
+        rows.append((TRIO_ALONE, await per_op(partial(spawn_shape, nursery))))
     print(f"   {'':<46} {'opcodes':>9}  {'ratio':>5}  {'presa':>7} {'trio':>7} {'harness':>7}")
     plain = sum(rows[0][1].values())
     for label, split in rows:
