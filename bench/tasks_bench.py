@@ -7,6 +7,7 @@ import argparse
 import gc
 import json
 import random
+import secrets
 import sys
 import time
 import tracemalloc
@@ -345,6 +346,43 @@ async def trio_floor(count: int) -> float:
     return size
 
 
+async def folded_floor(count: int) -> float:
+    """Bytes/task of a parked task with nothing of presa's structure: trio's shape as in
+    ``trio_floor``, and what any server must keep to answer ``tasks/get`` for it, made in
+    the tool's frame: the question (as ``park`` asks it), and a record of the wire's fields
+    in a dict under the task's id. The 8 KB target less this is what it leaves for a
+    library's structure."""
+    records: dict[str, dict[str, Any]] = {}
+
+    async def tool(receive: trio.MemoryReceiveChannel[Any]) -> Any:
+        question = elicit("Value?", {"v": {"type": "string"}}, ["v"])
+        task_id, now = secrets.token_urlsafe(24), time.strftime("%Y-%m-%dT%H:%M:%S.000Z")
+        records[task_id] = {
+            "taskId": task_id, "status": "input_required", "createdAt": now,
+            "lastUpdatedAt": now, "ttlMs": 3_600_000, "pollIntervalMs": 250,
+            "inputRequests": {"value": question},
+        }  # fmt: skip
+        return await receive.receive()
+
+    async def task() -> None:
+        _send, receive = trio.open_memory_channel[Any](1)  # _send stays alive in this frame
+        async with trio.open_nursery() as nursery:
+            nursery.cancel_scope.deadline = trio.current_time() + 3600
+            await tool(receive)
+
+    async with trio.open_nursery() as nursery:
+        gc.collect()
+        tracemalloc.start()
+        for _ in range(count):
+            nursery.start_soon(task)
+        await trio.testing.wait_all_tasks_blocked()
+        gc.collect()
+        size = tracemalloc.get_traced_memory()[0] / count
+        tracemalloc.stop()
+        nursery.cancel_scope.cancel()
+    return size
+
+
 async def main(args: argparse.Namespace) -> None:
     if args.opcodes:
         server = build()
@@ -409,6 +447,8 @@ async def main(args: argparse.Namespace) -> None:
         mark = "OK" if each < TARGET else "OVER"
         print(f"   {label}: {total:>11,} B -> {each:6,.0f} B/task  [{mark} target {TARGET:,}]")
     print(f"   trio floor (same trio shape, no presa): {await trio_floor(parked):6,.0f} B/task")
+    folded = await folded_floor(parked)
+    print(f"   folded (trio's shape, the question, a record; no presa): {folded:6,.0f} B/task")
     three = await parked_bytes(parked // 5, CALL_PARK_3, 3)
     print(f"   three questions in one ctx.input ({parked // 5:,} tasks): {three:6,.0f} B/task")
     print(f"   tasks/cancel x{parked:,}: {cancel_s:.2f} s; statuses after {after}")
