@@ -1,17 +1,18 @@
 """The stdio transport (wire §14): newline-delimited JSON-RPC on stdin/stdout.
 
 Each request runs as its own task in one nursery; every line out goes through one writer, so
-messages never interleave; ``notifications/cancelled`` cancels its request's scope. At EOF it
-drains the run (listen streams end with their final result), gives in-flight requests a
-bounded grace, cancels the rest and returns, leaving the process's stdin and stdout as it
-found them. Logs belong on stderr: nothing but MCP messages is ever written to stdout.
+messages never interleave, and answers that queue while it writes leave together in its next
+write; ``notifications/cancelled`` cancels its request's scope. At EOF it drains the run
+(listen streams end with their final result), gives in-flight requests a bounded grace,
+cancels the rest and returns, leaving the process's stdin and stdout as it found them. Logs
+belong on stderr: nothing but MCP messages is ever written to stdout.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, contextmanager
 from typing import Protocol, final
 
@@ -27,6 +28,7 @@ logger = logging.getLogger("presa_trio.stdio")
 
 DEFAULT_MAX_LINE = 4 * 1024 * 1024
 DEFAULT_GRACE = 5.0
+WRITE_BATCH = 65536  # bytes of queued answers one write gathers (a pipe's buffer on Linux)
 
 
 @final
@@ -108,9 +110,26 @@ async def _batches(
 
 
 async def _writer(stdout: trio.abc.SendStream, lines: trio.MemoryReceiveChannel[bytes]) -> None:
+    """Write each message as a line. Messages that queued while the last write went out go
+    together in the next (up to about a pipe's buffer): with many requests in flight, one
+    write carries many answers."""
     async with lines:
         async for line in lines:
-            await stdout.send_all(line + b"\n")
+            await stdout.send_all(b"\n".join([line, *_queued(lines, WRITE_BATCH - len(line)), b""]))
+
+
+def _queued(lines: trio.MemoryReceiveChannel[bytes], room: int) -> list[bytes]:
+    """The messages already waiting in ``lines`` while they fit in ``room`` bytes (the one
+    that does not is taken too); never waits for more."""
+    queued = []
+    while room > 0:
+        try:
+            line = lines.receive_nowait()
+        except (trio.WouldBlock, trio.EndOfChannel):
+            break
+        queued.append(line)
+        room -= len(line)
+    return queued
 
 
 @final
@@ -153,23 +172,24 @@ class _Session:
         if scope is not None:  # unknown or finished ids are ignored (wire §15.2)
             scope.cancel()
 
-    async def handle(self, requests: trio.Nursery, line: bytes | None) -> None:
-        responder = StdioResponder(self.out)
+    def take(self, requests: trio.Nursery, line: bytes | None) -> Awaitable[None] | None:
+        """Start ``line``'s request, or act on its notification, at once; or hand back the
+        refusal to write when the line is not a message. Taking a line never waits, so the
+        requests of one read all start before any of them runs, and their answers can leave
+        in one write."""
         if line is None:
             error = RequestTooLarge("Message exceeds the line limit")
-            await self.dispatcher.refuse(error, None, responder)
-            return
+            return self.dispatcher.refuse(error, None, StdioResponder(self.out))
         try:
             message = parse_message(line)
         except EnvelopeError as exc:
-            await self.dispatcher.refuse(exc.error, exc.request_id, responder)
-            return
+            return self.dispatcher.refuse(exc.error, exc.request_id, StdioResponder(self.out))
         if isinstance(message, Notification):
             if message.method == "notifications/cancelled":
                 self.cancel(message)
         else:
             self.start(requests, message)
-        await trio.lowlevel.checkpoint()
+        return None
 
 
 class Servable(Protocol):
@@ -226,7 +246,9 @@ async def _serve(
             async with trio.open_nursery() as requests:
                 async for batch in _batches(stdin, max_line):
                     for line in batch:
-                        await session.handle(requests, line)
+                        refusal = session.take(requests, line)
+                        if refusal is not None:
+                            await refusal
                 if on_eof is not None:
                     on_eof()
                 runtime.begin_draining()  # EOF: listen streams end now, with their final result

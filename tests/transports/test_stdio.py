@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Any
 
 import trio
@@ -111,6 +112,70 @@ async def test_line_limit() -> None:
         assert (await peer.receive())["error"]["code"] == -32600
         await peer.request(1, "server/discover")
         assert (await peer.receive())["id"] == 1
+
+
+class Recorded(trio.abc.SendStream):
+    """stdout as a list of the writes the server made."""
+
+    def __init__(self) -> None:
+        self.writes: list[bytes] = []
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        await trio.lowlevel.checkpoint()
+        self.writes.append(bytes(data))
+
+    async def wait_send_all_might_not_block(self) -> None:
+        await trio.lowlevel.checkpoint()
+
+    async def aclose(self) -> None:
+        await trio.lowlevel.checkpoint()
+
+
+def _calls(ids: range, times: int = 1) -> bytes:
+    params = {"name": "echo", "arguments": {"text": "x", "times": times}, "_meta": meta()}
+    return b"".join(
+        json.dumps({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": params}).encode()
+        + b"\n"
+        for i in ids
+    )
+
+
+async def _writes_for(chunks: list[bytes]) -> list[bytes]:
+    """The writes a server makes for requests read in ``chunks`` (then EOF)."""
+    server = Server("echo")
+
+    @server.tool(thread=False)
+    def echo(text: str, times: int) -> str:
+        """Answers at once."""
+        return text * times
+
+    to_server, server_in = trio.testing.memory_stream_one_way_pair()
+    stdout = Recorded()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(partial(serve_stdio, server, stdin=server_in, stdout=stdout))
+        for chunk in chunks:
+            await to_server.send_all(chunk)
+            await trio.testing.wait_all_tasks_blocked()
+        await to_server.aclose()
+    return stdout.writes
+
+
+async def test_the_answers_to_one_read_leave_in_one_write() -> None:
+    writes = await _writes_for([_calls(range(5)), _calls(range(5, 8))])
+    assert len(writes) == 2  # one per read, not one per answer
+    for write, ids in zip(writes, (range(5), range(5, 8)), strict=True):
+        assert write.endswith(b"\n")
+        answers = [json.loads(line) for line in write.splitlines()]
+        assert sorted(answer["id"] for answer in answers) == list(ids)
+        assert all(answer["result"]["content"][0]["text"] == "x" for answer in answers)
+
+
+async def test_a_write_gathers_about_a_pipes_buffer_and_no_more() -> None:
+    writes = await _writes_for([_calls(range(7), 20_000)])  # answers of about 20 KB each
+    lines = [line for write in writes for line in write.splitlines()]
+    assert sorted(json.loads(line)["id"] for line in lines) == list(range(7))
+    # a write takes answers until they pass WRITE_BATCH (64 KiB): four of them at most
+    assert [write.count(b"\n") for write in writes] == [4, 3]
 
 
 def slow_server(log: list[str]) -> Server:
