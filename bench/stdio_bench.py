@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -151,7 +152,8 @@ def summary(peers: list[Peer], windows: list[int]) -> None:
                 for p in peers
             }
             cells = [f"{window:>14}", *(f"{values[p.label]:>14.1f}" for p in peers)]
-            cells += [f"{values[o] / values['raw']:>14.3f}" for o in others]
+            raw = values["raw"] or math.nan  # a run shorter than the CPU clock's tick reads 0
+            cells += [f"{values[o] / raw:>14.3f}" for o in others]
             print("".join(cells))
 
 

@@ -43,6 +43,21 @@ def run(*args: str) -> str:
             r"(.|\n)*a creation can be at most \d\.\d\dx a plain call",
         ),
         (
+            (
+                "bench/stdio_bench.py",
+                "--requests",
+                "50",
+                "--reps",
+                "1",
+                "--server-cpu",
+                "",
+                "--client-cpu",
+                "",
+            ),
+            r"requests/s \(median\)\n.*presa/raw\s+sdk/raw\n\s+1(\s+\d+\.\d){3}"
+            r"(\s+\d+\.\d{3}){2}\n\s+16(.|\n)*bad answers: 0",
+        ),
+        (
             ("bench/typed_bench.py", "--rows", "20", "-n", "5", "--runs", "1"),
             r"untyped\s+[\d,]+\.\d us/request(.|\n)*typed / untyped: \d+\.\d\dx",
         ),
@@ -79,6 +94,7 @@ def run(*args: str) -> str:
         "asgi_profile-opcodes",
         "asgi_profile-cold",
         "tasks_bench",
+        "stdio_bench",
         "typed_bench",
         "json_bench",
         "listen_bench",
