@@ -27,6 +27,7 @@ from typing import Any
 import jsonschema_rs
 import trio
 
+from bench.raw_app import lifespan
 from presa_trio._schema import Schemas
 from presa_trio._wire.jsonrpc import decode_json, encode
 from presa_trio.errors import ParseError
@@ -34,6 +35,8 @@ from presa_trio.errors import ParseError
 PROTO = "2026-07-28"
 MAX_BODY = 4 * 1024 * 1024
 LOOPBACK = {b"127.0.0.1", b"localhost", b"[::1]"}
+READ = {b"host", b"origin", b"accept", b"content-type"}
+READ |= {b"mcp-protocol-version", b"mcp-method", b"mcp-name"}  # the headers it checks
 REQUEST_IS_VALID = Schemas()._get("CallToolRequest").is_valid
 SERVER_INFO = {"io.modelcontextprotocol/serverInfo": {"name": "folded", "version": "0.1.0"}}
 
@@ -53,32 +56,15 @@ async def refuse(send: Any, status: int) -> None:
 
 async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     if scope["type"] == "lifespan":
-        while True:
-            message = await receive()
-            if message["type"] == "lifespan.startup":
-                await send({"type": "lifespan.startup.complete"})
-            elif message["type"] == "lifespan.shutdown":
-                await send({"type": "lifespan.shutdown.complete"})
-                return
+        await lifespan(receive, send)
+        return
     if scope["path"] != "/mcp" or scope["method"] != "POST":
         await refuse(send, 404)
         return
-    host = origin = accept = content_type = version = method = name = None
-    for key, value in scope["headers"]:
-        if key == b"host":
-            host = value
-        elif key == b"origin":
-            origin = value
-        elif key == b"accept":
-            accept = value
-        elif key == b"content-type":
-            content_type = value
-        elif key == b"mcp-protocol-version":
-            version = value
-        elif key == b"mcp-method":
-            method = value
-        elif key == b"mcp-name":
-            name = value
+    headers = {key: value for key, value in scope["headers"] if key in READ}
+    host, origin, accept = headers.get(b"host"), headers.get(b"origin"), headers.get(b"accept")
+    content_type, version = headers.get(b"content-type"), headers.get(b"mcp-protocol-version")
+    method, name = headers.get(b"mcp-method"), headers.get(b"mcp-name")
     if host is None or host.rsplit(b":", 1)[0] not in LOOPBACK or origin is not None:
         await refuse(send, 403)
         return

@@ -319,13 +319,13 @@ async def opcodes(server: Server, runtime: Runtime, ops: int) -> None:
     )
 
 
-async def trio_floor(count: int) -> float:
-    """Bytes/task of the runner's trio shape alone (``TaskRunner.launch`` and ``_attempt``):
-    a spawned task, its nursery (the TTL its cancel scope's deadline), one channel, and the
-    tool's frame parked on it. What presa adds is the rest of a parked task."""
+Tool = Callable[[trio.MemoryReceiveChannel[Any]], Awaitable[Any]]
 
-    async def tool(receive: trio.MemoryReceiveChannel[Any]) -> Any:
-        return await receive.receive()
+
+async def _parked_bytes(count: int, tool: Tool) -> float:
+    """Bytes/task of ``count`` tasks in the runner's trio shape (``TaskRunner.launch`` and
+    ``_attempt``): a spawned task, its nursery (the TTL its cancel scope's deadline), one
+    channel, and ``tool`` parked on it."""
 
     async def task() -> None:
         _send, receive = trio.open_memory_channel[Any](1)  # _send stays alive in this frame
@@ -344,6 +344,16 @@ async def trio_floor(count: int) -> float:
         tracemalloc.stop()
         nursery.cancel_scope.cancel()
     return size
+
+
+async def trio_floor(count: int) -> float:
+    """Bytes/task of the runner's trio shape alone, the tool's frame parked on its channel
+    and nothing more. What presa adds is the rest of a parked task."""
+
+    async def tool(receive: trio.MemoryReceiveChannel[Any]) -> Any:
+        return await receive.receive()
+
+    return await _parked_bytes(count, tool)
 
 
 async def folded_floor(count: int) -> float:
@@ -364,23 +374,7 @@ async def folded_floor(count: int) -> float:
         }  # fmt: skip
         return await receive.receive()
 
-    async def task() -> None:
-        _send, receive = trio.open_memory_channel[Any](1)  # _send stays alive in this frame
-        async with trio.open_nursery() as nursery:
-            nursery.cancel_scope.deadline = trio.current_time() + 3600
-            await tool(receive)
-
-    async with trio.open_nursery() as nursery:
-        gc.collect()
-        tracemalloc.start()
-        for _ in range(count):
-            nursery.start_soon(task)
-        await trio.testing.wait_all_tasks_blocked()
-        gc.collect()
-        size = tracemalloc.get_traced_memory()[0] / count
-        tracemalloc.stop()
-        nursery.cancel_scope.cancel()
-    return size
+    return await _parked_bytes(count, tool)
 
 
 async def main(args: argparse.Namespace) -> None:
