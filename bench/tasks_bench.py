@@ -366,7 +366,8 @@ async def folded_floor(count: int) -> float:
 
     async def tool(receive: trio.MemoryReceiveChannel[Any]) -> Any:
         question = elicit("Value?", {"v": {"type": "string"}}, ["v"])
-        task_id, now = secrets.token_urlsafe(24), time.strftime("%Y-%m-%dT%H:%M:%S.000Z")
+        task_id = secrets.token_urlsafe(24)
+        now = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime())  # as the wire writes it
         records[task_id] = {
             "taskId": task_id, "status": "input_required", "createdAt": now,
             "lastUpdatedAt": now, "ttlMs": 3_600_000, "pollIntervalMs": 250,
