@@ -3,6 +3,7 @@ leases. (Tasks across workers: tests/interaction/test_shared_backend.py and test
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import subprocess
 import sys
@@ -34,6 +35,7 @@ from presa_trio.backends import (
     parse_url,
 )
 from presa_trio.errors import CapacityExceeded
+from presa_trio.ext.tasks import _sql_store
 from presa_trio.ext.tasks._sql_store import SqlTaskStore
 from presa_trio.ext.tasks._states import Completed, Failed, Status, TaskRecord, apply
 from presa_trio.ext.tasks._store import Limits
@@ -504,26 +506,82 @@ def task(task_id: str, owner: str) -> TaskRecord:
     return TaskRecord(task_id, "p", "tool", Status.WORKING, 1, 1, None, None, owner=owner)
 
 
-async def test_orphans_are_the_unfinished_tasks_of_workers_gone_or_silent(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
+async def test_orphans_are_the_unfinished_tasks_of_workers_gone_or_silent(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """Every unfinished task of every lost worker, and nothing else: the owners are found
+    one after another, so each of several must be reached (the first, one between, the
+    last), and owners with only finished tasks, or none at all, never count."""
+    url = shared_url(kind, tmp_path, request)
     unlimited = Limits(None, None, None)
-    async with open_backend(url_of(tmp_path)) as alive:
+    async with open_backend(url) as alive, open_backend(url) as idle:
         assert isinstance(alive, SharedBackend)
         store = SqlTaskStore(alive.db)
-        async with open_backend(url_of(tmp_path)) as leaving:
-            await store.create(task("mine", alive.worker_id), unlimited)
-            await store.create(task("theirs", leaving.worker_id), unlimited)
+        async with open_backend(url) as leaving, open_backend(url) as also_leaving:
+            for n in range(3):
+                await store.create(task(f"mine{n}", alive.worker_id), unlimited)
+                await store.create(task(f"theirs{n}", leaving.worker_id), unlimited)
+                await store.create(task(f"also{n}", also_leaving.worker_id), unlimited)
             finished = TaskRecord(
-                "done", "p", "tool", Status.COMPLETED, 1, 1, None, None, owner=leaving.worker_id
+                "done", "p", "tool", Status.COMPLETED, 1, 1, None, None, owner="long-gone"
             )
             await store.create(finished, unlimited)
             assert await store.orphans(200) == []
-        assert await store.orphans(200) == ["theirs"]  # it left
-        with sqlite3.connect(tmp_path / "state.db") as db:  # and a silent worker
-            db.execute("UPDATE presa_workers SET heartbeat_ms = 0")
-        assert sorted(await store.orphans(200)) == ["mine", "theirs"]
+        lost = [f"{who}{n}" for who in ("also", "theirs") for n in range(3)]
+        assert sorted(await store.orphans(200)) == lost  # they left
+        silence = "UPDATE presa_workers SET heartbeat_ms = 0"  # and a silent worker
+        if kind == "postgresql":
+            with psycopg.connect(url, autocommit=True) as db:
+                db.execute(silence)
+        else:
+            with sqlite3.connect(tmp_path / "state.db") as db:
+                db.execute(silence)
+        assert sorted(await store.orphans(200)) == sorted([*lost, "mine0", "mine1", "mine2"])
         with trio.fail_after(5):  # until it renews its lease (every lease/4)
-            while await store.orphans(200) != ["theirs"]:  # noqa: ASYNC110
+            while sorted(await store.orphans(200)) != lost:  # noqa: ASYNC110
                 await trio.sleep(0.01)
+        assert idle.worker_id not in {alive.worker_id, leaving.worker_id}
+
+
+async def test_sqlite_orphans_cost_the_same_however_many_tasks_are_unfinished(
+    tmp_path: Path,
+) -> None:
+    """The lost-worker sweep, every quarter lease on every worker, seeks each owner of an
+    unfinished task in the index and reads only the lost owners' tasks. Counted in SQLite's
+    own steps, it costs as much with 10,001 unfinished tasks of a live worker as with one;
+    reading every unfinished task to check its owner cost a step or more for each."""
+    async with open_backend(url_of(tmp_path)) as backend:
+        assert isinstance(backend, SharedBackend)
+        store = SqlTaskStore(backend.db)
+        await store.create(task("t", backend.worker_id), Limits(None, None, None))
+        query = _sql_store._ORPHANS.format(clock=backend.db.clock)
+        with contextlib.closing(sqlite3.connect(tmp_path / "state.db")) as conn:
+
+            def steps() -> int:
+                counted = 0
+
+                def count() -> int:
+                    nonlocal counted
+                    counted += 1
+                    return 0  # go on
+
+                conn.set_progress_handler(count, 1)
+                try:
+                    assert conn.execute(query, (200_000,)).fetchall() == []
+                finally:
+                    conn.set_progress_handler(None, 1)
+                return counted
+
+            one = steps()
+            conn.execute(
+                "WITH RECURSIVE n (i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 10000)"
+                " INSERT INTO presa_tasks SELECT task_id || '-' || i, principal, owner, revision,"
+                " terminal, expires_ms, record FROM presa_tasks, n"
+            )
+            conn.commit()
+            many = steps()
+    assert many < 2 * one, (one, many)
 
 
 # ------------------------------------------------------------------------------ postgresql

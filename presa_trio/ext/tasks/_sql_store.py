@@ -48,6 +48,21 @@ _SCHEMA = (
 #: straight into the table runs after).
 RECOUNT = "UPDATE presa_task_total SET total = (SELECT COUNT(*) FROM presa_tasks)"
 
+# The unfinished tasks of workers without a lease, read every quarter lease by every worker.
+# The owners of unfinished tasks are found one index seek each (the next owner after the
+# last), then only the tasks of the lost ones are read: reading every unfinished task to
+# check its owner took 12.5-13 ms at 100,000 on SQLite and PostgreSQL (0.02 and 0.4 now).
+_ORPHANS = (
+    "WITH RECURSIVE owners (owner) AS ("
+    " SELECT (SELECT MIN(owner) FROM presa_tasks WHERE terminal = 0)"
+    " UNION ALL SELECT (SELECT MIN(t.owner) FROM presa_tasks t"
+    "  WHERE t.terminal = 0 AND t.owner > owners.owner)"
+    " FROM owners WHERE owners.owner IS NOT NULL) "
+    "SELECT task_id FROM presa_tasks WHERE terminal = 0 AND owner IN ("
+    " SELECT owner FROM owners WHERE owner IS NOT NULL AND owner NOT IN"
+    "  (SELECT worker_id FROM presa_workers WHERE heartbeat_ms >= {clock} - ?))"
+)
+
 # What ``create`` reads inside its write, in one statement (one round trip): whether the
 # id is taken, and the counts for the limits. The principal's tasks are read from the
 # (principal, terminal) index alone, and the total from its own row.
@@ -201,13 +216,10 @@ class SqlTaskStore:
     async def orphans(self, lease_ms: int) -> list[str]:
         """Unfinished tasks whose worker is gone: it left, or has not renewed its lease
         for ``lease_ms`` by the database's clock."""
+        query = _ORPHANS.format(clock=self.db.clock)
 
         def select(conn: Connection) -> list[str]:
-            rows = conn.execute(
-                "SELECT task_id FROM presa_tasks WHERE terminal = 0 AND owner NOT IN "
-                f"(SELECT worker_id FROM presa_workers WHERE heartbeat_ms >= {self.db.clock} - ?)",
-                (lease_ms,),
-            ).fetchall()
+            rows = conn.execute(query, (lease_ms,)).fetchall()
             return [str(row[0]) for row in rows]
 
         return await self._statement(select)
