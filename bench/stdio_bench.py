@@ -21,16 +21,12 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-HZ = os.sysconf("SC_CLK_TCK")
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.http_bench import ROOT, cpu_seconds, request_body
+
 TOOL = "test_simple_text"
-PROTO = "2026-07-28"
 SDK_PROTO = "2025-06-18"  # the SDK's stdio server speaks the dated protocol with a session
-META = {
-    "io.modelcontextprotocol/protocolVersion": PROTO,
-    "io.modelcontextprotocol/clientCapabilities": {},
-    "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1"},
-}
 COMMANDS = {
     "presa": ["-m", "presa_trio", "serve", "fixtures.conformance:server", "--stdio"],
     "sdk": ["bench/sdk_stdio.py"],
@@ -39,12 +35,13 @@ COMMANDS = {
 
 
 def request_line(label: str, request_id: int) -> bytes:
-    """The ``tools/call`` each server expects: presa's (and the raw program's) with the
-    2026-07-28 ``_meta``, the SDK's without (it keeps what ``initialize`` said)."""
-    params: dict[str, object] = {"name": TOOL, "arguments": {}}
-    if label != "sdk":
-        params["_meta"] = META
-    message = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
+    """The ``tools/call`` each server expects: presa's (and the raw program's) as
+    ``http_bench.py`` sends it, with the 2026-07-28 ``_meta``; the SDK's without (it keeps
+    what ``initialize`` said)."""
+    message = json.loads(request_body(TOOL))
+    message["id"] = request_id
+    if label == "sdk":
+        del message["params"]["_meta"]
     return json.dumps(message, separators=(",", ":")).encode() + b"\n"
 
 
@@ -108,17 +105,13 @@ class Peer:
         assert b'"result"' in answer, answer
         self.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
 
-    def cpu_seconds(self) -> float:
-        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / HZ  # utime, stime
-
     def exchange(self, requests: int, window: int) -> tuple[float, float, int]:
         """``requests`` tools/calls with up to ``window`` in flight: req/s, server CPU us per
         request, and how many answers were not a result (or were a tool error)."""
         first, self.next_id = self.next_id, self.next_id + requests
         lines = [request_line(self.label, first + i) for i in range(requests)]
         sent = answered = bad = 0
-        cpu0, t0 = self.cpu_seconds(), time.perf_counter()
+        cpu0, t0 = cpu_seconds(self.proc.pid), time.perf_counter()
         while answered < requests:
             if sent < requests and sent - answered < window:
                 burst = lines[sent : min(requests, answered + window)]
@@ -127,7 +120,7 @@ class Peer:
             for line in self.read_lines():
                 answered += 1
                 bad += b'"result"' not in line or b'"isError":true' in line
-        seconds, cpu = time.perf_counter() - t0, self.cpu_seconds() - cpu0
+        seconds, cpu = time.perf_counter() - t0, cpu_seconds(self.proc.pid) - cpu0
         return requests / seconds, cpu * 1e6 / requests, bad
 
     def stop(self) -> None:

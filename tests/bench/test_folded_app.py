@@ -10,18 +10,11 @@ from typing import Any
 import pytest
 import trio
 
-from bench import folded_app
-from bench.http_bench import PROTO, request_body
+from bench import asgi_profile, folded_app
+from bench.http_bench import request_body
 
 BODY = request_body("test_simple_text").encode()
-HEADERS = {
-    b"host": b"127.0.0.1:3200",
-    b"content-type": b"application/json",
-    b"accept": b"application/json, text/event-stream",
-    b"mcp-protocol-version": PROTO.encode(),
-    b"mcp-method": b"tools/call",
-    b"mcp-name": b"test_simple_text",
-}
+HEADERS = {**dict(asgi_profile.HEADERS), b"mcp-name": b"test_simple_text"}  # as it sends them
 
 
 async def exchange(
