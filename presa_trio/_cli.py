@@ -25,6 +25,8 @@ DESCRIPTION = """\
 presa-trio: serve MCP 2026-07-28 servers written with presa_trio, and check MCP traffic.
 
   presa-trio serve app:server --http 127.0.0.1:8000   Streamable HTTP at http://127.0.0.1:8000/mcp
+  presa-trio serve app:server --workers 3 --store sqlite:///srv/presa.db
+                                                      three worker processes, one shared store
   presa-trio serve app:server --stdio                 newline-delimited JSON-RPC on stdin/stdout
   presa-trio validate capture.jsonl                   check each line against the schema
 
@@ -35,7 +37,10 @@ directory, e.g. examples.weather:server.
 SERVE_HELP = """\
 Serve MODULE:SERVER. --http runs hypercorn's trio worker in this process (loopback only unless
 you pass another host on purpose); --stdio reads requests from stdin and writes responses to
-stdout, logging to stderr, and exits at end of input.
+stdout, logging to stderr, and exits at end of input. --workers N runs N such worker
+processes on one listening socket under a supervisor that restarts a worker that dies, stops
+them all within --shutdown-timeout at SIGTERM/SIGINT, and exits non-zero if it gives up; the
+workers share their state through --store (SQLite or PostgreSQL).
 """
 
 VALIDATE_HELP = """\
@@ -73,6 +78,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     mode.add_argument("--stdio", action="store_true", help="serve on stdin/stdout")
     serve.add_argument("--path", default="/mcp", help="HTTP endpoint path (default /mcp)")
+    serve.add_argument(
+        "--workers",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="run N worker processes on one socket, restarted when one dies (needs a shared "
+        "--store when N > 1; default: this one process)",
+    )
+    # Given by the supervisor to its workers: the pipe whose closing means it is gone.
+    serve.add_argument("--supervisor-fd", type=int, default=None, help=argparse.SUPPRESS)
     serve.add_argument("--log-level", default="warning", help="stderr log level (default warning)")
     serve.add_argument(
         "--allow-host",
@@ -199,18 +214,11 @@ def serve(args: argparse.Namespace) -> int:
     from ._transports.asgi import AsgiApp
     from ._wire.admission import LOOPBACK_HOSTS, HostPolicy
 
-    handler = logging.StreamHandler(sys.stderr)  # stdout is for MCP messages only
-    handler.setFormatter(
-        logging.Formatter(
-            "%(asctime)s %(levelname)s %(name)s [%(mcp_method)s %(request_id)s]: %(message)s"
-        )
-    )
-    handler.addFilter(RequestFilter())
-    presa_logger = logging.getLogger("presa_trio")
-    presa_logger.addHandler(handler)
-    presa_logger.setLevel(args.log_level.upper())
+    _log_to_stderr(args)
     target = _servable(load_target(args.target))
     store = _store(args, target)
+    if args.workers is not None:
+        return supervise(args, target, store)
     bound = ShutdownBound(args.shutdown_timeout)
     if args.stdio:
         from ._transports.stdio import serve_stdio
@@ -248,11 +256,127 @@ def serve(args: argparse.Namespace) -> int:
             write_timeout=args.write_timeout,
             shutdown_timeout=args.shutdown_timeout,
         )
-    print(f"presa-trio: serving at http://{bind}{app.path}", file=sys.stderr)
-    stopped = partial(_until_stopped, app, bound)
+    if args.supervisor_fd is None:
+        print(f"presa-trio: serving at http://{bind}{app.path}", file=sys.stderr)
+    stopped = partial(_until_stopped, app, bound, args.supervisor_fd)
     trio.run(partial(hypercorn_serve, app, config, shutdown_trigger=stopped))
     bound.cancel()
     return 0
+
+
+def _log_to_stderr(args: argparse.Namespace) -> None:
+    """presa_trio's log records on stderr (stdout is for MCP messages only); a worker of
+    ``--workers`` names its pid."""
+    worker = " pid %(process)d" if args.supervisor_fd is not None else ""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(
+        logging.Formatter(
+            f"%(asctime)s %(levelname)s %(name)s{worker} "
+            "[%(mcp_method)s %(request_id)s]: %(message)s"
+        )
+    )
+    handler.addFilter(RequestFilter())
+    presa_logger = logging.getLogger("presa_trio")
+    presa_logger.addHandler(handler)
+    presa_logger.setLevel(args.log_level.upper())
+
+
+def supervise(args: argparse.Namespace, target: Any, store: str | None) -> int:
+    """``--workers N``: bind the socket here, then run N workers on it under a supervisor
+    (``presa_trio._supervisor``) until SIGTERM/SIGINT; its exit status."""
+    import trio
+
+    from ._backend import parse_url
+    from ._server import Server
+    from ._supervisor import Supervisor
+
+    if args.stdio:
+        return _refuse("--workers is for --http; stdio is served by one process")
+    if args.workers > 1 and isinstance(target, Server):
+        url = store or target.settings.backend
+        if url is None or parse_url(url).scheme == "memory":
+            return _refuse(
+                f"--workers {args.workers} needs a store the workers share (--store "
+                "sqlite:///ABSOLUTE/PATH.db or postgresql://...): in memory, each worker "
+                "would keep tasks the others cannot see"
+            )
+    _state_keys(args)  # a malformed key is refused here, once, not by every worker
+    bind = args.http or "127.0.0.1:8000"
+    if bind.startswith("unix:"):
+        return _refuse("--workers listens on HOST:PORT or fd://N, not on a unix: socket")
+    listening = _listening(bind, args.write_timeout)  # fd://N: bound here, or given so
+    fd = int(listening.removeprefix("fd://"))
+    _listen(fd)
+    watch, held = os.pipe()  # the workers read ``watch``; ``held`` closes with this process
+    path = args.path if isinstance(target, Server) else target.path
+    print(
+        f"presa-trio: serving at http://{bind}{path} with {args.workers} worker(s) "
+        f"(supervisor pid {os.getpid()})",
+        file=sys.stderr,
+    )
+    if args.state_key:  # the workers read them from the environment, not their argv
+        os.environ["PRESA_STATE_KEYS"] = ",".join(args.state_key)
+    supervisor = Supervisor(
+        worker_argv(args, listening, watch),
+        args.workers,
+        pass_fds=(fd, watch),
+        shutdown_timeout=args.shutdown_timeout,
+    )
+    try:
+        return trio.run(supervisor.run)
+    finally:
+        os.close(held)
+        os.close(watch)
+        os.close(fd)
+
+
+def _refuse(reason: str) -> int:
+    """A command line that cannot be served: one line on stderr, exit status 2."""
+    print(f"presa-trio: {reason}", file=sys.stderr)
+    return 2
+
+
+def _listen(fd: int) -> None:
+    """Start listening on the bound socket ``fd`` now, so connections wait in its queue
+    while no worker runs (at start, or while a lost one is replaced)."""
+    sock = socket.socket(fileno=fd)
+    try:
+        sock.listen(socket.SOMAXCONN)
+    finally:
+        sock.detach()
+
+
+def worker_argv(args: argparse.Namespace, bind: str, supervisor_fd: int) -> list[str]:
+    """The command line of one worker of ``--workers``: ``serve`` as given, on ``bind`` (the
+    supervisor's socket, ``fd://N``), told the supervisor's pipe. State keys travel in the
+    environment."""
+    argv = [sys.executable, "-m", "presa_trio", "serve", args.target, "--http", bind]
+    argv += ["--supervisor-fd", str(supervisor_fd), "--path", args.path]
+    argv += ["--log-level", args.log_level]
+    for name in args.allow_host or ():
+        argv += ["--allow-host", name]
+    if args.cors:
+        argv.append("--cors")
+    if args.max_body is not None:
+        argv += ["--max-body", str(args.max_body)]
+    if args.store is not None:
+        argv += ["--store", args.store]
+    for option in ("shutdown_timeout", "read_timeout", "body_timeout", "write_timeout"):
+        value = getattr(args, option)
+        if value is not None:
+            argv += ["--" + option.replace("_", "-"), repr(value)]
+    argv += ["--keep-alive", repr(args.keep_alive)]
+    return argv
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("at least 1")
+    return value
 
 
 def _version() -> str:
@@ -346,21 +470,37 @@ def _listening(bind: str, write_timeout: float) -> str:
     return f"fd://{sock.detach()}"
 
 
-async def _until_stopped(app: Any, bound: ShutdownBound) -> None:
-    """Return at the first SIGINT or SIGTERM, after draining the app: listen streams end with
-    their final result and no new tasks are admitted before hypercorn's graceful timeout
-    starts, so nothing is cut off by it; from now on the process has ``--shutdown-timeout``.
+async def _until_stopped(app: Any, bound: ShutdownBound, supervisor_fd: int | None) -> None:
+    """Return at the first SIGINT or SIGTERM (or, in a worker of ``--workers``, once its
+    supervisor is gone), after draining the app: listen streams end with their final result
+    and no new tasks are admitted before hypercorn's graceful timeout starts, so nothing is
+    cut off by it; from now on the process has ``--shutdown-timeout``.
 
     Handled explicitly (not as KeyboardInterrupt) so the server also stops cleanly when it
     was started with SIGINT ignored, as background jobs are.
     """
     import trio
 
-    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-        async for _ in signals:
-            bound.start()
-            app.begin_shutdown()
-            return
+    from ._supervisor import until_orphaned
+
+    async def on_signal(done: trio.CancelScope) -> None:
+        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async for _ in signals:
+                done.cancel()
+
+    async def on_orphaned(fd: int, done: trio.CancelScope) -> None:
+        await until_orphaned(fd)
+        logging.getLogger("presa_trio.supervisor").error(
+            "the supervisor is gone; this worker stops"
+        )
+        done.cancel()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(on_signal, nursery.cancel_scope)
+        if supervisor_fd is not None:
+            nursery.start_soon(on_orphaned, supervisor_fd, nursery.cancel_scope)
+    bound.start()
+    app.begin_shutdown()
 
 
 def validate(args: argparse.Namespace) -> int:
