@@ -31,7 +31,7 @@ from ._asgi_types import Asgi, Message, Receive, Scope, Send
 from ._deadlines import Deadlines
 from ._first_wait import await_noticing_wait
 from ._shutdown import ShutdownBound
-from .mount import Mounted
+from .mount import MetadataApp, Mounted
 
 OpenRuntime = Callable[[], AbstractAsyncContextManager[Runtime]]
 
@@ -62,7 +62,8 @@ class AsgiApp:
     (``None``: no bound). With ``auth`` (a ``presa_trio.auth.BearerAuth``) every request
     needs a valid bearer token, checked before its body is read, and the app also answers
     ``GET`` for its Protected Resource Metadata at ``/.well-known/oauth-protected-resource``
-    (bare, and followed by the endpoint's path or the ``resource``'s).
+    (bare, and followed by the endpoint's path or the ``resource``'s); mounted under a prefix,
+    the host serves it at its root with ``metadata_app()`` (``mounted`` does that itself).
     """
 
     def __init__(
@@ -132,8 +133,21 @@ class AsgiApp:
         """This app under the path prefix ``at`` of ``host``, as one ASGI app that also runs
         this server's lifespan around the host's: for a host with no ``lifespan=`` hook of its
         own to lend (Quart-Trio: ``app.asgi_app = mcp_app.mounted(app.asgi_app, at="/deploy")``).
+        With ``auth`` it also answers the metadata path at the host's root (see
+        ``metadata_app``), ahead of the host.
         """
-        return Mounted(self, host, at)
+        return Mounted(self, host, at, self.auth.metadata_path if self.auth else None)
+
+    def metadata_app(self) -> MetadataApp:
+        """This app's Protected Resource Metadata for the root of a host that mounts it under
+        a prefix: an ASGI app to route at its ``path``, where the 401 challenge points
+        (Starlette: ``Route(metadata.path, metadata)`` beside ``Mount("/api", app=mcp_app)``).
+        The ``resource`` must include the prefix (``https://host/api/mcp``). It answers as
+        this app does (one document, Host check, CORS). Only for an app with ``auth``.
+        """
+        if self.auth is None:
+            raise RuntimeError("metadata_app() is for an app with auth=BearerAuth(...)")
+        return MetadataApp(self, self.auth.metadata_path)
 
     def open_runtime(self) -> AbstractAsyncContextManager[Runtime]:
         """Run the server for this app (as ``lifespan()`` does), e.g. to serve it on stdio."""

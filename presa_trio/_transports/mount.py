@@ -1,11 +1,13 @@
-"""This app beside a host ASGI app that has no lifespan hook to lend (Quart-Trio, a bare
-ASGI router): one ASGI app that sends a path prefix to the MCP app and everything else to the
-host, and runs the MCP server's lifespan around the host's.
+"""The MCP app inside a host ASGI app. ``Mounted``, for a host that has no lifespan hook to
+lend (Quart-Trio, a bare ASGI router): one ASGI app that sends a path prefix to the MCP app and
+everything else to the host, and runs the MCP server's lifespan around the host's.
+``MetadataApp``, for a host that routes itself (Starlette): the MCP app's Protected Resource
+Metadata at the host's root, outside the prefix, where its 401 challenge points (RFC 9728 §3.1).
 
 The lifespan order is the one a host expects of a component it owns: the server runs before
 the host starts (so a host startup hook may already call it) and drains after the host has
 stopped (so a host shutdown hook may still call it); hypercorn hears ``shutdown.complete``
-only when both are done.
+only when both are done. Neither class reads a request: the MCP app answers it.
 """
 
 from __future__ import annotations
@@ -42,31 +44,33 @@ class Mounted:
     """``prefix`` (and everything below it) goes to ``mcp``; every other request to ``host``.
 
     Build it with ``AsgiApp.mounted``. The MCP app sees the prefix as its ``root_path``, as
-    under Starlette's ``Mount``, so it serves ``{prefix}/mcp``.
+    under Starlette's ``Mount``, so it serves ``{prefix}/mcp``. ``metadata_path`` (an app
+    with auth: its ``BearerAuth.metadata_path``) goes to ``mcp`` too, outside the prefix:
+    there the MCP app answers its Protected Resource Metadata, where its challenge points.
     """
 
-    def __init__(self, mcp: MountedApp, host: Asgi, prefix: str) -> None:
+    def __init__(
+        self, mcp: MountedApp, host: Asgi, prefix: str, metadata_path: str | None = None
+    ) -> None:
         if not prefix.startswith("/") or prefix.endswith("/"):
             raise ValueError(f"a mount prefix is '/name' (no trailing slash), not {prefix!r}")
         self.mcp = mcp
         self.host = host
         self.prefix = prefix
+        self.metadata_path = metadata_path
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
             await self._lifespan(scope, receive, send)
-        elif scope["type"] == "http" and self._ours(scope):
+        elif scope["type"] != "http":
+            await self.host(scope, receive, send)
+        elif (path := _below_root(scope)) == self.prefix or path.startswith(self.prefix + "/"):
             root = scope.get("root_path", "") + self.prefix
             await self.mcp({**scope, "root_path": root}, receive, send)
+        elif path == self.metadata_path:  # at the host's root, as one of the MCP app's paths
+            await self.mcp(scope, receive, send)
         else:
             await self.host(scope, receive, send)
-
-    def _ours(self, scope: Scope) -> bool:
-        path: str = scope["path"]
-        root: str = scope.get("root_path", "")
-        if root and path.startswith(root):
-            path = path[len(root) :]
-        return path == self.prefix or path.startswith(self.prefix + "/")
 
     async def _lifespan(self, scope: Scope, receive: Receive, send: Send) -> None:
         if (await receive())["type"] != "lifespan.startup":
@@ -92,6 +96,46 @@ class Mounted:
             if host.state == "serving":  # the ASGI server still expects its shutdown turn
                 await host.until_shutdown()
         await host.send({"type": "lifespan.shutdown.complete"})
+
+
+@final
+class MetadataApp:
+    """An MCP app's Protected Resource Metadata at the root of its host; build it with
+    ``AsgiApp.metadata_app()`` and route ``path`` to it.
+
+    Mounted under ``/api``, the MCP app sees only paths below ``/api``, but its challenge
+    names ``https://host/.well-known/oauth-protected-resource/api/mcp`` (RFC 9728 §3.1: the
+    well-known path at the host's root, the resource's path after it). This answers that one
+    path by handing it to the MCP app, so the answer is the MCP app's own (the document, the
+    Host and Origin checks, CORS, 405 for anything but GET); any other path is 404. It serves
+    nothing else, and has no lifespan.
+    """
+
+    def __init__(self, mcp: Asgi, path: str) -> None:
+        self.mcp = mcp
+        self.path = path
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":  # a lifespan, a websocket: nothing to do
+            await trio.lowlevel.checkpoint()
+        elif self.path in (scope["path"], scope.get("root_path", "") + scope["path"]):
+            # Routed here by the host (a Starlette ``Route``, or a router that strips the path
+            # it matched): the MCP app gets it as a path of its own, one of its metadata paths.
+            await self.mcp({**scope, "path": self.path, "root_path": ""}, receive, send)
+        else:
+            headers = [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", b"9")]
+            await send({"type": "http.response.start", "status": 404, "headers": headers})
+            await send({"type": "http.response.body", "body": b"Not Found"})
+
+
+def _below_root(scope: Scope) -> str:
+    """The request's path below the ``root_path`` the host was given (its whole path when the
+    host runs at the root of the server)."""
+    path: str = scope["path"]
+    root: str = scope.get("root_path", "")
+    if root and path.startswith(root):
+        return path[len(root) :]
+    return path
 
 
 @final

@@ -42,10 +42,13 @@ class BearerAuth:
     """Require a valid bearer token on every HTTP request, and say where to get one.
 
     ``verifier`` checks a token (``JwtVerifier``, or your own ``TokenVerifier``).
-    ``resource`` is this server's canonical URI, the MCP endpoint as clients reach it
-    (``https://mcp.example.com/mcp``): tokens must be issued for it, and its Protected
-    Resource Metadata names it together with ``authorization_servers`` (at least one issuer
-    URL) and ``scopes_supported``. ``required_scopes`` are needed for any request at all
+    ``resource`` is this server's canonical URI, the MCP endpoint as clients reach it, any
+    mount prefix included (``https://mcp.example.com/api/mcp``): tokens must be issued for
+    it, and its Protected Resource Metadata names it together with ``authorization_servers``
+    (at least one issuer URL) and ``scopes_supported``. A refusal's challenge points at that
+    document, ``resource_metadata``: the path ``metadata_path`` at the root of the host
+    (``/.well-known/oauth-protected-resource/api/mcp``), outside the mount, where the host
+    serves ``AsgiApp.metadata_app()``. ``required_scopes`` are needed for any request at all
     (403 without them); a tool declares more with ``@server.tool(scopes=[...])``.
     ``scope_hierarchy`` maps a broad scope to the narrower ones it implies (``{"admin":
     ["deploy", "read"]}``), as the spec asks servers to honour. ``verify_timeout`` bounds
@@ -84,6 +87,7 @@ class BearerAuth:
         self.max_token_bytes = max_token_bytes
         self.clock = clock
         self.resource_metadata = _metadata.metadata_url(self.resource)
+        self.metadata_path = _metadata.metadata_path(self.resource)
         self.metadata = _metadata.document(
             self.resource,
             self.authorization_servers,

@@ -61,11 +61,18 @@ def metadata_url(resource: str) -> str:
     return f"{parts.scheme}://{parts.netloc}{WELL_KNOWN}{path}"
 
 
+def metadata_path(resource: str) -> str:
+    """The path of ``metadata_url(resource)``, at the root of the resource's host: for an app
+    mounted under ``/api`` (resource ``https://h/api/mcp``) a path outside the mount,
+    ``/.well-known/oauth-protected-resource/api/mcp``, that the host must route to it."""
+    return urlsplit(metadata_url(resource)).path
+
+
 def metadata_paths(resource: str, endpoint: str) -> frozenset[str]:
     """The paths, below the app's mount point, that serve the document: the RFC 9728 path of
     ``resource``, the same suffix on the app's own ``endpoint``, and the bare well-known path
     that clients try last (spec authorization-server-discovery §Well-Known URI)."""
-    return frozenset({urlsplit(metadata_url(resource)).path, WELL_KNOWN + endpoint, WELL_KNOWN})
+    return frozenset({metadata_path(resource), WELL_KNOWN + endpoint, WELL_KNOWN})
 
 
 def document(

@@ -4,17 +4,20 @@ client (``mcp``) with the fastmcp-tasks client extension, and FastMCP's client w
 
 Run as a script in its own interpreter (asyncio), like ``sdk_client.py``:
 ``python tasks_client.py URL``. It prints one JSON object: what each step returned, or the
-JSON-RPC error it ended with. ``python tasks_client.py --traced URL`` runs one task inside a
-span of its own, with an OpenTelemetry SDK configured, and prints the client's spans: FastMCP
-puts the trace context in each request's ``_meta``.
+JSON-RPC error it ended with. ``python tasks_client.py --traced fastmcp|sdk URL`` runs one
+task inside a span of its own, with an OpenTelemetry SDK configured, and prints the client's
+spans: FastMCP's client and the official one put the trace context in each request's
+``_meta``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import re
 import sys
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import mcp_types
@@ -23,6 +26,18 @@ from fastmcp_tasks import call_tool_task
 from fastmcp_tasks.client import TasksClientExtension
 from mcp import Client
 from mcp.shared.exceptions import MCPError
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def readme_client(url: str) -> Client:
+    """The official client as the README makes it: its expression, evaluated as written."""
+    pattern = r"`(Client\(url, extensions=\[TasksClientExtension\(elicit\)\][^`]*)`"
+    found = re.search(pattern, README.read_text())
+    assert found is not None, "README.md lost its mcp Client(...) expression"
+    names = {"Client": Client, "TasksClientExtension": TasksClientExtension}
+    client: Client = eval(found.group(1), {**names, "elicit": elicit, "url": url})
+    return client
 
 
 async def elicit(context: Any, params: Any) -> mcp_types.ElicitResult:
@@ -53,10 +68,10 @@ async def step(run: Callable[[], Awaitable[Any]]) -> dict[str, Any]:
 
 async def with_sdk(url: str) -> dict[str, Any]:
     """Tasks driven transparently: ``call_tool`` polls ``tasks/get`` until the result, and
-    a task that parks for input is answered through the elicitation callback (``tasks/update``)."""
+    a task that parks for input is answered through the elicitation callback (``tasks/update``).
+    The client is the README's; without ``elicitation_callback=`` the question is refused."""
     seen: dict[str, Any] = {}
-    extension = TasksClientExtension(elicit)
-    async with Client(url, mode="auto", extensions=[extension], elicitation_callback=elicit) as c:
+    async with readme_client(url) as c:
         seen["protocol_version"] = c.protocol_version
 
         async def add() -> Any:
@@ -69,6 +84,14 @@ async def with_sdk(url: str) -> dict[str, Any]:
 
         seen["slow_add"] = await step(add)
         seen["ask_name"] = await step(ask)
+    async with Client(url, extensions=[TasksClientExtension(elicit)]) as without_callback:
+
+        async def refused() -> Any:
+            result = await without_callback.call_tool("ask_name", {})
+            content = [block.model_dump(exclude_none=True) for block in result.content]
+            return {"is_error": result.is_error, "content": content}
+
+        seen["ask_name_without_callback"] = await step(refused)
     return seen
 
 
@@ -85,17 +108,20 @@ async def with_handle(url: str) -> dict[str, Any]:
         async def cancel() -> Any:
             task = await call_tool_task(client, "forever", {})
             working = (await task.wait(state="working", timeout=10)).status
+            polled = (await task.status()).status
             await task.cancel()
             final = await task.wait(timeout=10)
-            return {"before": working, "after": final.status}
+            return {"before": working, "status": polled, "after": final.status}
 
         seen["slow_add"] = await step(add)
         seen["cancel"] = await step(cancel)
     return seen
 
 
-async def traced(url: str) -> dict[str, Any]:
-    """One task followed to its result inside a client span; the client's spans."""
+async def traced(url: str, which: str) -> dict[str, Any]:
+    """One task followed to its result inside a client span, by FastMCP's client with its
+    handle (``which="fastmcp"``) or by the README's official client (``"sdk"``); the
+    client's spans."""
     from opentelemetry import trace
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -105,10 +131,16 @@ async def traced(url: str) -> dict[str, Any]:
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     trace.set_tracer_provider(provider)
-    async with FastMCPClient(url) as client:
-        with trace.get_tracer("tasks-client").start_as_current_span("agent"):
-            task = await call_tool_task(client, "slow_add", {"a": 1, "b": 1})
-            result = await task.result()
+    agent = trace.get_tracer("tasks-client").start_as_current_span
+    if which == "sdk":
+        async with readme_client(url) as sdk:
+            with agent("agent"):
+                result: Any = await sdk.call_tool("slow_add", {"a": 1, "b": 1})
+    else:
+        async with FastMCPClient(url) as client:
+            with agent("agent"):
+                task = await call_tool_task(client, "slow_add", {"a": 1, "b": 1})
+                result = await task.result()
     return {
         "content": [block.model_dump(exclude_none=True) for block in result.content],
         "spans": [
@@ -127,7 +159,7 @@ async def main(url: str) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    if sys.argv[1] == "--traced":
-        print(json.dumps(asyncio.run(traced(sys.argv[2]))))
+    if sys.argv[1] == "--traced":  # --traced fastmcp|sdk URL
+        print(json.dumps(asyncio.run(traced(sys.argv[3], sys.argv[2]))))
     else:
         print(json.dumps(asyncio.run(main(sys.argv[1]))))

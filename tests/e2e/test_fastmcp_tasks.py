@@ -2,13 +2,15 @@
 fastmcp-tasks client extension, and FastMCP's ``call_tool_task`` handle, against a real
 hypercorn trio worker on 127.0.0.1.
 
+The official client is made by the README's own expression (``tasks_client.readme_client``),
+and once more without its ``elicitation_callback=``, whose parked question is then refused.
 These clients send no ``Mcp-Name`` on ``tasks/*`` (the spec says a client MUST). With
 ``TasksExtension(require_name_header=False)`` every flow works: a task created by
 ``tools/call``, polled with ``tasks/get`` to its result, parked for input and answered with
 ``tasks/update``, cancelled with ``tasks/cancel``. The strict default refuses the very first
 ``tasks/get`` with -32020, so the switch is what makes these clients work. The server's wire
 capture shows both. With the server tracing, the client's trace (FastMCP and the SDK put it
-in ``_meta``) continues through the request, the task and the tool's run.
+in ``_meta``) continues through the request, the task and the tool's run, with either.
 """
 
 from __future__ import annotations
@@ -25,6 +27,9 @@ pytestmark = pytest.mark.e2e
 HERE = ROOT / "tests" / "e2e"
 CLIENT = HERE / "tasks_client.py"
 TOOLS = {"slow_add", "ask_name", "forever"}
+# A parked task's question to a client that declared no elicitation (the README's client
+# without its elicitation_callback=).
+MISSING = {"type": "text", "text": "Input requests need undeclared client capabilities"}
 
 
 def drive(strict: bool, wire: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -53,10 +58,11 @@ def test_todays_clients_drive_tasks_with_the_switch(tmp_path: Path) -> None:
             "protocol_version": "2026-07-28",
             "slow_add": {"ok": [{"type": "text", "text": "5"}]},
             "ask_name": {"ok": [{"type": "text", "text": "Hello, Ada"}]},
+            "ask_name_without_callback": {"ok": {"is_error": True, "content": [MISSING]}},
         },
         "handle": {
             "slow_add": {"ok": [{"type": "text", "text": "42"}]},
-            "cancel": {"ok": {"before": "working", "after": "cancelled"}},
+            "cancel": {"ok": {"before": "working", "status": "working", "after": "cancelled"}},
         },
     }
     check_task_creation(capture)
@@ -82,23 +88,25 @@ def test_the_strict_default_refuses_them(tmp_path: Path) -> None:
     assert codes == {
         "sdk.slow_add": -32020,
         "sdk.ask_name": -32020,
+        "sdk.ask_name_without_callback": -32020,
         "handle.slow_add": -32020,
         "handle.cancel": -32020,
     }
     check_task_creation(capture)  # the tasks were created; only following them fails
     tasks = [e for e in capture if e["method"].startswith("tasks/")]
-    assert [e["method"] for e in tasks] == ["tasks/get"] * 4
+    assert [e["method"] for e in tasks] == ["tasks/get"] * 5
     for exchange in tasks:
         assert exchange["mcp_name"] is None
         assert exchange["status"] == 400
         assert exchange["answer"]["error"]["code"] == -32020
 
 
-def test_a_clients_trace_continues_through_its_task(tmp_path: Path) -> None:
+@pytest.mark.parametrize("which", ["fastmcp", "sdk"])
+def test_a_clients_trace_continues_through_its_task(which: str, tmp_path: Path) -> None:
     spans_path = tmp_path / "spans.jsonl"
     env = {"PRESA_SPANS": str(spans_path)}
     with running("tasks_app:app", HERE, env=env) as served:
-        seen = run_client(CLIENT, "--traced", f"http://127.0.0.1:{served.port}/mcp")
+        seen = run_client(CLIENT, "--traced", which, f"http://127.0.0.1:{served.port}/mcp")
     assert seen["content"] == [{"type": "text", "text": "2"}]
     (agent,) = [s for s in seen["spans"] if s["name"] == "agent"]
     trace_id = "0x" + agent["trace_id"]

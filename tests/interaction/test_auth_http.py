@@ -310,6 +310,97 @@ async def test_cors_exposes_the_challenge_and_serves_the_document_to_browsers() 
     assert answered.headers["access-control-allow-origin"] == APP_ORIGIN
 
 
+# ------------------------------------------------- metadata at the root of a host that mounts us
+
+MOUNTED_RESOURCE = "https://mcp.example.com/api/mcp"
+ROOT_PATH = "/.well-known/oauth-protected-resource/api/mcp"
+
+
+def mounted_app(**app_options: Any) -> Any:
+    auth = BearerAuth(
+        Table({}), resource=MOUNTED_RESOURCE, authorization_servers=["https://auth.example.com"]
+    )
+    return build(auth, **app_options)
+
+
+def starlette_host(mcp_app: Any) -> Any:
+    from starlette.applications import Starlette
+    from starlette.routing import Mount, Route
+
+    metadata = mcp_app.metadata_app()
+    assert metadata.path == ROOT_PATH
+    return Starlette(routes=[Mount("/api", app=mcp_app), Route(metadata.path, metadata)])
+
+
+async def test_a_starlette_host_serves_the_metadata_where_the_challenge_points() -> None:
+    policy = HostPolicy(allowed_origins=frozenset({APP_ORIGIN}))
+    mcp_app = mounted_app(cors=True, host_policy=policy)
+    host = starlette_host(mcp_app)
+    origin = ("origin", APP_ORIGIN)
+    async with mcp_app.lifespan():
+        refused = await raw(host, mcp_headers(), readable=False, path="/api/mcp")
+        at_root = await raw(host, [origin], method="GET", path=ROOT_PATH)
+        # What the MCP app answers at a metadata path of its own, below the mount.
+        below = await raw(host, [origin], method="GET", path="/api" + ROOT_PATH)
+        preflight = [origin, ("access-control-request-method", "GET")]
+        options = await raw(host, preflight, readable=False, method="OPTIONS", path=ROOT_PATH)
+        posted = await raw(host, [], readable=False, method="POST", path=ROOT_PATH)
+        foreign = Raw(readable=False)
+        scope = http_scope([(b"host", b"evil.example.com")], method="GET", path=ROOT_PATH)
+        await host(scope, foreign.receive, foreign.send)
+    metadata_url = f"https://mcp.example.com{ROOT_PATH}"
+    assert refused.status == 401
+    assert refused.headers["www-authenticate"] == f'Bearer resource_metadata="{metadata_url}"'
+    assert (at_root.status, at_root.sent, at_root.payload["resource"]) == (
+        200,
+        below.sent,
+        MOUNTED_RESOURCE,
+    )
+    assert at_root.headers["access-control-allow-origin"] == APP_ORIGIN
+    assert (options.status, options.headers["access-control-allow-methods"]) == (204, "GET")
+    assert (posted.status, posted.headers["allow"]) == (405, "GET")
+    assert foreign.status == 403
+
+
+async def test_the_metadata_app_answers_its_own_path_only() -> None:
+    mcp_app = mounted_app()
+    metadata = mcp_app.metadata_app()
+    async with mcp_app.lifespan():
+        other = await raw(metadata, [], readable=False, method="GET", path=ROOT_PATH + "/x")
+        stripped = await raw(metadata, [], method="GET", path="", root_path=ROOT_PATH)
+        with trio.fail_after(5):  # a lifespan or websocket scope is not its business
+            await metadata({"type": "websocket", "path": ROOT_PATH}, Raw().receive, Raw().send)
+    assert (other.status, other.sent[1]["body"]) == (404, b"Not Found")
+    assert stripped.status == 200  # a router that strips the path it matched
+    with pytest.raises(RuntimeError, match="auth"):
+        Server("open").asgi_app().metadata_app()
+
+
+async def test_mounted_serves_the_metadata_at_the_hosts_root_itself() -> None:
+    seen: list[str] = []
+
+    async def host(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        seen.append(scope["path"])
+        await send({"type": "http.response.start", "status": 204, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    mcp_app = mounted_app()
+    app = mcp_app.mounted(host, at="/api")
+    async with mcp_app.lifespan():
+        refused = await raw(app, mcp_headers(), readable=False, path="/api/mcp")
+        document = await raw(app, [], method="GET", path=ROOT_PATH)
+        other = await raw(app, [], method="GET", path="/.well-known/oauth-protected-resource")
+        below_a_root = await raw(app, [], method="GET", path="/x" + ROOT_PATH, root_path="/x")
+    assert refused.headers["www-authenticate"] == (
+        f'Bearer resource_metadata="https://mcp.example.com{ROOT_PATH}"'
+    )
+    assert (document.status, document.payload["resource"]) == (200, MOUNTED_RESOURCE)
+    assert below_a_root.status == 200
+    assert other.status == 204  # not this resource's path: the host's business
+    assert seen == ["/.well-known/oauth-protected-resource"]
+    assert Server("open").asgi_app().mounted(host, at="/api").metadata_path is None
+
+
 async def test_a_listen_stream_ends_when_its_token_expires() -> None:
     """A stream must not outlive the authorization it was opened with: at the token's
     expiry it ends with its graceful result, and the client listens on with a new token."""

@@ -11,6 +11,7 @@ from presa_trio.auth._metadata import (
     check_servers,
     check_url,
     document,
+    metadata_path,
     metadata_paths,
     metadata_url,
 )
@@ -92,6 +93,12 @@ def test_canonical_forms_differ(a: str, b: str) -> None:
 )
 def test_the_metadata_url_inserts_the_well_known_suffix(resource: str, url: str) -> None:
     assert metadata_url(resource) == url
+
+
+def test_the_metadata_path_is_at_the_hosts_root_with_the_resources_path_after_it() -> None:
+    assert metadata_path("https://h/api/mcp") == WELL_KNOWN + "/api/mcp"
+    assert metadata_path("https://h:8443/api/mcp/") == WELL_KNOWN + "/api/mcp/"
+    assert metadata_path("https://h") == WELL_KNOWN
 
 
 def test_the_paths_that_serve_the_document() -> None:
