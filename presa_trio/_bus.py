@@ -7,8 +7,9 @@ delivers, however many streams are open and however long their lists. Events tha
 changed" (a list changed, a resource was updated) coalesce: while one is still waiting to be
 read, an identical one adds nothing, so a burst of changes is one notification, never an
 overflow. A listener that still falls too far behind is cut off (marked ``overflowed``, so
-its stream can say events were lost) rather than letting memory grow. One bus per run; it
-knows nothing of other processes.
+its stream can say events were lost) rather than letting memory grow. The open streams are
+bounded in all and per principal, so one principal cannot take every stream of the worker.
+One bus per run; it knows nothing of other processes.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any, final
 
 import trio
 
-from .errors import CapacityExceeded
+from ._shares import Shares
 
 # Filter keys the core understands; extensions add their own through a hook.
 CORE_FLAGS = ("toolsListChanged", "promptsListChanged", "resourcesListChanged")
@@ -156,11 +157,22 @@ def _places(agreed: Mapping[str, Any]) -> Iterator[_Place]:
 class SubscriptionBus:
     """Fan-out of change notifications to every matching open listener."""
 
-    def __init__(self, buffer: int = 256, max_listeners: int | None = 1_000) -> None:
+    def __init__(
+        self,
+        buffer: int = 256,
+        max_listeners: int | None = 1_000,
+        max_listeners_per_principal: int | None = None,
+    ) -> None:
         self._listeners: set[Listener] = set()
         self._audiences = _Audiences()
         self._buffer = buffer
-        self._max_listeners = max_listeners
+        # Streams open (from admission to the end of their block), in all and per principal.
+        self.streams = Shares(
+            max_listeners,
+            max_listeners_per_principal,
+            "max_listen_streams",
+            "Too many open listen streams",
+        )
         self._closed = False
 
     @property
@@ -169,27 +181,32 @@ class SubscriptionBus:
 
     @asynccontextmanager
     async def listen(
-        self, subscription_id: int | str, agreed: Mapping[str, Any]
+        self, subscription_id: int | str, agreed: Mapping[str, Any], principal: str = ""
     ) -> AsyncIterator[Listener]:
         """Register a listener for the duration of the block; always unregistered after.
 
-        Raises ``CapacityExceeded`` when ``max_listeners`` streams are open already.
+        Raises ``CapacityExceeded`` naming the bound when ``max_listeners`` streams are open
+        already (``max_listen_streams``), or ``principal`` holds its share of them
+        (``max_listen_streams_per_principal``). The stream holds its place until the block
+        ends.
         """
-        if self._max_listeners is not None and len(self._listeners) >= self._max_listeners:
-            raise CapacityExceeded("max_listen_streams", "Too many open listen streams")
-        send, receive = trio.open_memory_channel[BusEvent](self._buffer)
-        listener = Listener(subscription_id, agreed, send, receive)
-        if self._closed:
-            send.close()
-        else:
-            self._listeners.add(listener)
-            self._audiences.add(listener)
+        self.streams.take(principal)
         try:
-            yield listener
+            send, receive = trio.open_memory_channel[BusEvent](self._buffer)
+            listener = Listener(subscription_id, agreed, send, receive)
+            if self._closed:
+                send.close()
+            else:
+                self._listeners.add(listener)
+                self._audiences.add(listener)
+            try:
+                yield listener
+            finally:
+                self._drop(listener)
+                send.close()
+                receive.close()
         finally:
-            self._drop(listener)
-            send.close()
-            receive.close()
+            self.streams.give_back(principal)
 
     def _drop(self, listener: Listener) -> None:
         if listener in self._listeners:

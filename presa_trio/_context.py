@@ -164,13 +164,14 @@ class Context:
         self, fn: Callable[..., Awaitable[object]], *args: Any, name: str | None = None
     ) -> None:
         """Start ``fn(*args)`` as background work of this run, to go on after this request
-        has answered (see ``Runtime.start_background``: owned, bounded, cancelled at shutdown).
+        has answered (see ``Runtime.start_background``: owned, bounded, cancelled at shutdown);
+        it counts against this request's principal's share (``max_background_per_principal``).
 
         CPU-bound work does not belong in an ``async`` tool or here: it stalls every other
         request for as long as it computes. Write such a tool as a plain ``def`` (it runs in
         a worker thread).
         """
-        self.runtime.start_background(fn, *args, name=name)
+        self.runtime.start_background(fn, *args, name=name, principal=self.principal)
 
     def service(self, extension: Any) -> Any:
         """The service ``extension`` (or its id) started for this run."""

@@ -1,9 +1,10 @@
 """``subscriptions/listen``: the acknowledgement, then matching change notifications, then a
 final result (wire §11; spec basic/patterns/subscriptions.mdx).
 
-The stream holds one listener on the run's bus for as long as the client keeps it open. It
-ends with the graceful result when the run drains, and with an error when the bus cut the
-listener off for falling behind, so a client can tell lost events from a clean end.
+The stream holds one listener on the run's bus, and one place in its principal's share of
+the streams, for as long as the client keeps it open. It ends with the graceful result when
+the run drains, and with an error when the bus cut the listener off for falling behind, so a
+client can tell lost events from a clean end.
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ async def listen(served: Served, ctx: Context, params: dict[str, Any]) -> dict[s
     tag = {dialect.META_SUBSCRIPTION_ID: ctx.request_id}
     # While a stream is open, the other workers' events reach this one promptly.
     with ctx.runtime.backend.attention():
-        async with ctx.runtime.bus.listen(ctx.request_id, agreed) as listener:
+        async with ctx.runtime.bus.listen(ctx.request_id, agreed, ctx.principal) as listener:
             with trio.move_on_at(_token_deadline(ctx)):
                 await _relay(ctx, listener, tag, agreed)
             if listener.overflowed:

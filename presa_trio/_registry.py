@@ -30,7 +30,7 @@ from ._results import (
     messages_of,
     structured_result,
 )
-from ._signature import Handler, Signature, call_sync
+from ._signature import Handler, Signature, call_sync, thread_limiter
 from ._typeschema import to_jsonable
 from ._wire.headers import HeaderParam, header_params_of
 from .auth._challenge import check_scopes
@@ -328,7 +328,7 @@ class Completer:
         if inspect.iscoroutinefunction(self.fn):
             found = await self.fn(name, value, context)
         else:
-            limiter = ctx.runtime.thread_limiter
+            limiter = thread_limiter(ctx, self.thread)
             arguments = (name, value, context)
             found = await call_sync(self.fn, arguments, {}, thread=self.thread, limiter=limiter)
         values = [str(v) for v in found]

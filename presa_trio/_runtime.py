@@ -15,11 +15,12 @@ from typing import Any, final
 
 import trio
 
-from ._backend import Backend, MemoryBackend
+from ._backend import Backend, BackendHealth, MemoryBackend
 from ._boundary import error_boundary
 from ._bus import BusEvent, SubscriptionBus, flag_event, resource_updated_event
 from ._request_state import StateSealer
-from .errors import CapacityExceeded, InternalError, ServiceUnavailable
+from ._shares import Shares, ThreadShares
+from .errors import InternalError, ServiceUnavailable
 
 logger = logging.getLogger("presa_trio")
 
@@ -46,9 +47,11 @@ class Runtime:
         *,
         sealer: StateSealer,
         thread_limiter: trio.CapacityLimiter,
+        threads_per_principal: int | None = None,
         bus: SubscriptionBus | None = None,
         backend: Backend | None = None,
         max_background: int = 1_000,
+        max_background_per_principal: int | None = None,
         lifespan_state: Any = None,
     ) -> None:
         self._nursery = nursery
@@ -56,13 +59,20 @@ class Runtime:
         self.lifespan_state = lifespan_state
         self.sealer = sealer
         self.thread_limiter = thread_limiter
+        #: The same threads shared out among principals (``threads.limiter_for(principal)``).
+        self.threads = ThreadShares(thread_limiter, threads_per_principal)
         self.bus = bus if bus is not None else SubscriptionBus()
         self.backend: Backend = backend if backend is not None else MemoryBackend()
         # Events for the other workers, sent in order by ``relay_events`` (shared backends).
         self._outbox: trio.MemorySendChannel[BusEvent] | None = None
         self.draining = trio.Event()
         self.max_background = max_background
-        self.background_count = 0
+        self._background = Shares(
+            max_background,
+            max_background_per_principal,
+            "max_background_tasks",
+            "Too much background work running",
+        )
         self._services: dict[str, object] = {}
         self._token = trio.lowlevel.current_trio_token()
 
@@ -84,6 +94,13 @@ class Runtime:
     @property
     def services(self) -> Mapping[str, object]:
         return self._services
+
+    def backend_health(self) -> BackendHealth:
+        """Whether this run's backend works now: ``healthy``, or why not (``reason``, one
+        line naming no file or host). The memory backend always is; a shared one is not
+        while its heartbeat or its signal loop fails, and is again once they succeed. For
+        tests and a health endpoint: requests carry on either way."""
+        return self.backend.health()
 
     # ------------------------------------------------------------------ notifications
 
@@ -156,32 +173,52 @@ class Runtime:
     # ------------------------------------------------------------------ background work
 
     def start_background(
-        self, fn: Callable[..., Awaitable[object]], *args: Any, name: str | None = None
+        self,
+        fn: Callable[..., Awaitable[object]],
+        *args: Any,
+        name: str | None = None,
+        principal: str | None = None,
     ) -> None:
         """Run ``fn(*args)`` in this run's background nursery, after the request that started
         it has answered: owned by the run, cancelled at shutdown, behind an error boundary
         (an error is logged, it stops nothing else), and bounded: ``CapacityExceeded`` once
-        ``max_background`` such tasks are running. Safe from a sync tool's worker thread.
+        ``max_background`` such tasks are running (``max_background_tasks``), or
+        ``principal`` runs its share of them (``max_background_tasks_per_principal``; None,
+        the server's own work, counts in the total only). Safe from a sync tool's worker
+        thread.
         """
         if not trio.lowlevel.in_trio_task():
             trio.from_thread.run_sync(
-                lambda: self.start_background(fn, *args, name=name), trio_token=self._token
+                lambda: self.start_background(fn, *args, name=name, principal=principal),
+                trio_token=self._token,
             )
             return
-        if self.background_count >= self.max_background:
-            raise CapacityExceeded("max_background_tasks", "Too much background work running")
-        self.background_count += 1
+        self._background.take(principal)
         label = str(name or getattr(fn, "__qualname__", repr(fn)))
-        self._nursery.start_soon(partial(self._background, fn, args, label), name=label)
+        work = partial(self._background_work, fn, args, label, principal)
+        try:
+            self._nursery.start_soon(work, name=label)
+        except BaseException:  # the nursery is closed: nothing runs, nothing is held
+            self._background.give_back(principal)
+            raise
 
-    async def _background(
-        self, fn: Callable[..., Awaitable[object]], args: tuple[Any, ...], label: str
+    @property
+    def background_count(self) -> int:
+        """How much background work is running now."""
+        return self._background.total
+
+    async def _background_work(
+        self,
+        fn: Callable[..., Awaitable[object]],
+        args: tuple[Any, ...],
+        label: str,
+        principal: str | None,
     ) -> None:
         try:
             with error_boundary(f"background task {label}"):
                 await fn(*args)
         finally:
-            self.background_count -= 1
+            self._background.give_back(principal)
 
     # ------------------------------------------------------------------ the event loop
 

@@ -22,6 +22,12 @@ from ._wire import dialect
 DEFAULT_MAX_THREADS = 40
 DEFAULT_MAX_LISTENERS = 1_000
 DEFAULT_MAX_BACKGROUND = 1_000
+# What one principal may hold of each (see ``_shares``): a tenth of the streams and of the
+# background work, as a principal's task quota is a tenth of the store; half the threads,
+# which are few, and waited for rather than refused.
+DEFAULT_MAX_THREADS_PER_PRINCIPAL = 20
+DEFAULT_MAX_LISTENERS_PER_PRINCIPAL = 100
+DEFAULT_MAX_BACKGROUND_PER_PRINCIPAL = 100
 
 
 @final
@@ -43,8 +49,11 @@ class Settings:
     state_ttl: float = DEFAULT_TTL_SECONDS
     max_state_bytes: int = DEFAULT_MAX_STATE_BYTES
     max_threads: int = DEFAULT_MAX_THREADS
+    max_threads_per_principal: int | None = DEFAULT_MAX_THREADS_PER_PRINCIPAL
     max_listeners: int | None = DEFAULT_MAX_LISTENERS
+    max_listeners_per_principal: int | None = DEFAULT_MAX_LISTENERS_PER_PRINCIPAL
     max_background: int = DEFAULT_MAX_BACKGROUND
+    max_background_per_principal: int | None = DEFAULT_MAX_BACKGROUND_PER_PRINCIPAL
     loop_warning: float | None = 0.5
     backend: str | None = None
     tracing: Tracing | None = None  # None: no spans, and opentelemetry is never imported
@@ -54,6 +63,14 @@ class Settings:
             raise ValueError("cache_scope must be 'public' or 'private'")
         if self.max_threads < 1:
             raise ValueError("max_threads must be at least 1")
+        for share in (
+            "max_threads_per_principal",
+            "max_listeners_per_principal",
+            "max_background_per_principal",
+        ):
+            value = getattr(self, share)
+            if value is not None and value < 1:
+                raise ValueError(f"{share} must be at least 1 (None: no share)")
         if self.backend is not None:
             parse_url(self.backend)  # an unknown scheme or a bad path fails here, at once
 

@@ -29,8 +29,11 @@ from ._runtime import Runtime
 from ._schema import Schemas
 from ._served import (
     DEFAULT_MAX_BACKGROUND,
+    DEFAULT_MAX_BACKGROUND_PER_PRINCIPAL,
     DEFAULT_MAX_LISTENERS,
+    DEFAULT_MAX_LISTENERS_PER_PRINCIPAL,
     DEFAULT_MAX_THREADS,
+    DEFAULT_MAX_THREADS_PER_PRINCIPAL,
     Served,
     Settings,
 )
@@ -89,7 +92,23 @@ class Server:
     data by it. Every resource a client can make the server hold is bounded: ``max_threads``
     (worker threads for sync handlers), ``max_listeners`` (open listen streams),
     ``max_background`` (``ctx.start_background`` work), ``max_state_bytes`` (a sealed
-    ``requestState``). Past a bound the answer is a retryable -32603 (HTTP 503).
+    ``requestState``). Past the listen or the background bound the answer is a retryable
+    -32603 (HTTP 503) naming it in ``data.limit``; a sync call waits for a thread instead.
+    The first three are counted in each worker, so one principal (``ctx.principal``) may
+    hold only a share of each, and the rest stays for the others (None: no share; README
+    "Limits and deadlines" says why the other bounds need none):
+
+    ======================================  =====  ==========================================
+    Share of one principal, in one worker   Of     Past it
+    ======================================  =====  ==========================================
+    ``max_listeners_per_principal=100``     1,000  503, ``max_listen_streams_per_principal``
+    ``max_background_per_principal=100``    1,000  503, ``max_background_tasks_per_principal``
+    ``max_threads_per_principal=20``        40     its sync calls wait for its own threads
+    ======================================  =====  ==========================================
+
+    A call abandoned in its thread keeps its place in the share until its function returns.
+    The anonymous principal "" (no ``principal`` function and no ``auth``: a server that
+    cannot tell its clients apart) holds no share; only the bounds apply to it.
     ``loop_warning`` logs when the event loop was blocked that many seconds (None: never).
     ``backend`` is the URL of the state shared by this server's workers: ``"memory:"`` (the
     default: this process only) or ``"sqlite:///ABSOLUTE/PATH.db"`` (every worker process
@@ -123,8 +142,11 @@ class Server:
         state_ttl: float = DEFAULT_TTL_SECONDS,
         principal: Callable[[Context], str] | None = None,
         max_threads: int = DEFAULT_MAX_THREADS,
+        max_threads_per_principal: int | None = DEFAULT_MAX_THREADS_PER_PRINCIPAL,
         max_listeners: int | None = DEFAULT_MAX_LISTENERS,
+        max_listeners_per_principal: int | None = DEFAULT_MAX_LISTENERS_PER_PRINCIPAL,
         max_background: int = DEFAULT_MAX_BACKGROUND,
+        max_background_per_principal: int | None = DEFAULT_MAX_BACKGROUND_PER_PRINCIPAL,
         max_state_bytes: int = DEFAULT_MAX_STATE_BYTES,
         loop_warning: float | None = 0.5,
         backend: str | None = None,
@@ -150,8 +172,11 @@ class Server:
             state_ttl=state_ttl,
             max_state_bytes=max_state_bytes,
             max_threads=max_threads,
+            max_threads_per_principal=max_threads_per_principal,
             max_listeners=max_listeners,
+            max_listeners_per_principal=max_listeners_per_principal,
             max_background=max_background,
+            max_background_per_principal=max_background_per_principal,
             loop_warning=loop_warning,
             backend=backend,
             tracing=_tracing(tracing),
@@ -361,7 +386,10 @@ class Server:
         """
         settings = self.settings
         limiter = trio.CapacityLimiter(settings.max_threads)
-        bus = SubscriptionBus(max_listeners=settings.max_listeners)
+        bus = SubscriptionBus(
+            max_listeners=settings.max_listeners,
+            max_listeners_per_principal=settings.max_listeners_per_principal,
+        )
         lifespan = self._lifespan if self._lifespan is not None else _no_lifespan
         async with open_backend(backend or settings.backend) as opened, lifespan(self) as state:
             ring = state_keys if state_keys is not None else settings.state_keys
@@ -373,9 +401,11 @@ class Server:
                     nursery,
                     sealer=sealer,
                     thread_limiter=limiter,
+                    threads_per_principal=settings.max_threads_per_principal,
                     bus=bus,
                     backend=opened,
                     max_background=settings.max_background,
+                    max_background_per_principal=settings.max_background_per_principal,
                     lifespan_state=state,
                 )
                 try:

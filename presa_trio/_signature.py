@@ -150,16 +150,23 @@ class Signature:
 
         An async handler's own coroutine is handed back, so a task parked in it keeps no
         frame of this call alive. A sync handler runs in a worker thread when ``thread`` is
-        true, bounded by the run's thread limiter, so it cannot block the event loop.
-        Cancellation abandons the thread: the request (or task) ends at once, the function
-        runs to its end on its own, its result is discarded, and it keeps its limiter slot
-        until it returns.
+        true, bounded by the run's threads and by its principal's share of them
+        (``Runtime.threads``), so it cannot block the event loop. Cancellation abandons the
+        thread: the request (or task) ends at once, the function runs to its end on its own,
+        its result is discarded, and it keeps its place in both bounds until it returns.
         """
         if self.context_param is not None:
             kwargs[self.context_param] = ctx
         if self.is_async:
             return self.fn(**kwargs)  # type: ignore[no-any-return]
-        return call_sync(self.fn, (), kwargs, thread=thread, limiter=ctx.runtime.thread_limiter)
+        return call_sync(self.fn, (), kwargs, thread=thread, limiter=thread_limiter(ctx, thread))
+
+
+def thread_limiter(ctx: Context, thread: bool) -> trio.CapacityLimiter:
+    """What bounds a sync handler's worker thread: the run's threads, and the share of the
+    request's principal (asked for only when a thread is wanted)."""
+    runtime = ctx.runtime
+    return runtime.threads.limiter_for(ctx.principal) if thread else runtime.thread_limiter
 
 
 async def call_sync(
