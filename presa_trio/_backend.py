@@ -17,7 +17,9 @@ which one they have:
   they registered with ``on_broadcast``;
 - ``call(worker_id, topic, body)``: ask one worker, through its ``on_call`` handler, and
   wait for its answer (the caller bounds the wait);
-- ``attention()``: held while this worker expects signals, which then arrive promptly.
+- ``attention()``: held while this worker expects signals, which then arrive promptly;
+- ``health()``: whether its background work (heartbeats, reading signals) currently
+  succeeds, as a ``BackendHealth`` (what ``Runtime.backend_health()`` reports).
 """
 
 from __future__ import annotations
@@ -45,6 +47,23 @@ class BackendError(ValueError):
     a database that cannot be opened. Its message is one line, fit for a startup error."""
 
 
+@final
+@dataclass(frozen=True, slots=True)
+class BackendHealth:
+    """Whether a backend's background work currently succeeds (``Backend.health()``).
+
+    ``reason`` says, in one line fit for an operator, which work fails and why (None when
+    healthy); it names no file, host or password. Unhealthy is not down: requests carry on,
+    those that need the failing store get a retryable 503, and the backend keeps trying.
+    """
+
+    healthy: bool
+    reason: str | None = None
+
+
+HEALTHY = BackendHealth(True)
+
+
 class Backend(Protocol):
     """What a run needs of the place its workers share (see the module docstring)."""
 
@@ -68,6 +87,10 @@ class Backend(Protocol):
         """Held while this worker expects signals (a listen stream is open, a task runs
         here, a call waits for its answer): then they arrive within the backend's bound.
         A worker that expects nothing may look for them far less often."""
+        ...
+
+    def health(self) -> BackendHealth:
+        """Whether this backend's background work succeeds now (see ``BackendHealth``)."""
         ...
 
 
@@ -105,6 +128,10 @@ class MemoryBackend:
 
     def attention(self) -> AbstractContextManager[None]:
         return nullcontext()
+
+    def health(self) -> BackendHealth:
+        """Always healthy: nothing runs in the background, nothing can fail there."""
+        return HEALTHY
 
 
 @final

@@ -12,6 +12,13 @@ One implementation over any ``SqlDatabase`` (SQLite for one host, PostgreSQL for
   a worker whose row is older is lost, and the Tasks extension fails its tasks;
 - **the requestState key**, made once by the first worker and kept in ``presa_meta``.
 
+Both background loops (signals, heartbeats) sit behind an error boundary: an iteration
+that fails is logged (a traceback once per episode for an error the database did not
+report itself) and tried again after a delay that doubles up to ``MAX_BACKOFF``; the run
+stays up, and ``health()`` says which loop fails until it works again. Cancellation passes
+through. What this module does not do: restart a database, or decide that a worker whose
+store fails should stop (that is the process owner's call, which ``health()`` informs).
+
 Every statement uses ``?`` placeholders and SQL both databases understand; a database
 translates what it must.
 """
@@ -29,8 +36,16 @@ from typing import Any, Protocol, TypeVar, final
 
 import trio
 
-from ._backend import BackendError, Body, BroadcastHandler, CallHandler, new_worker_id
-from ._boundary import error_boundary
+from ._backend import (
+    HEALTHY,
+    BackendError,
+    BackendHealth,
+    Body,
+    BroadcastHandler,
+    CallHandler,
+    new_worker_id,
+)
+from ._boundary import absorb, error_boundary, partition, single
 from .errors import ServiceUnavailable
 
 logger = logging.getLogger("presa_trio.backend")
@@ -40,6 +55,7 @@ T = TypeVar("T")
 MESSAGE_RETENTION_MS = 60_000
 IDLE_POLL = 1.0  # seconds between looks for signals while this worker expects none
 DEFAULT_LEASE = 20.0
+MAX_BACKOFF = 2.0  # seconds: the longest wait before a failing background loop tries again
 
 #: (seq, origin, target, topic, body, created_ms) of one message row.
 Message = tuple[int, str, str | None, str, str, int]
@@ -47,10 +63,12 @@ Message = tuple[int, str, str | None, str, str, int]
 
 class StorageUnavailable(ServiceUnavailable):
     """The shared database failed (locked or unreachable past its timeout, unwritable,
-    gone): a retryable -32603 with HTTP 503 and a message that names no file or host."""
+    gone): a retryable -32603 with HTTP 503 and a message that names no file or host.
+    ``reason`` says why for the operator (``Backend.health()``), never on the wire."""
 
-    def __init__(self) -> None:
+    def __init__(self, reason: str = "the store failed") -> None:
         super().__init__("Shared state is unavailable; retry later")
+        self.reason = reason
 
 
 @final
@@ -77,6 +95,57 @@ class Health:
         if self._failing:
             self._failing = False
             self._log.warning("the %s store works again", self._kind)
+
+
+@final
+class Retry:
+    """One background loop's failures: the first of an episode logged, each retried after a
+    delay that doubles from ``first`` to ``most``, a success resetting both.
+
+    A ``StorageUnavailable`` was logged by the database that raised it (once per episode,
+    without a traceback); any other error is unexpected here and logged with its traceback.
+    Cancellation, and whatever else belongs to the process, is re-raised (``partition``).
+    """
+
+    __slots__ = ("_delay", "_first", "_most", "_unexpected", "failing", "what")
+
+    def __init__(self, what: str, first: float, most: float) -> None:
+        self.what = what
+        self._first = self._delay = min(first, most)
+        self._most = most
+        self._unexpected = False  # the current episode logged a traceback
+        #: Why the last iteration failed (None: it worked).
+        self.failing: str | None = None
+
+    def failed(self, exc: BaseException) -> float:
+        """Record ``exc`` (re-raised if it holds cancellation); how long to wait before the
+        next try."""
+        others, errors = partition(exc)
+        if others is not None:
+            absorb(exc, self.what, logger)  # logs the errors beside it, re-raises the rest
+        error = single(errors) if errors is not None else exc
+        if isinstance(error, StorageUnavailable):
+            self.failing = error.reason
+        else:
+            self.failing = f"{type(error).__name__} (see the log)"
+            if not self._unexpected:
+                self._unexpected = True
+                logger.error(
+                    "the %s failed; it tries again, waiting at most %.3g s",
+                    self.what,
+                    self._most,
+                    exc_info=errors,
+                )
+        delay = self._delay
+        self._delay = min(2 * self._delay, self._most)
+        return delay
+
+    def worked(self) -> None:
+        if self._unexpected:
+            logger.warning("the %s works again", self.what)
+        self._unexpected = False
+        self.failing = None
+        self._delay = self._first
 
 
 def record_schema_version(conn: Connection, version: int) -> None:
@@ -196,6 +265,8 @@ class SharedBackend:
         self._nursery: trio.Nursery | None = None
         # Since when this worker's heartbeats have all succeeded (None: the last failed).
         self._healthy_since: float | None = None
+        self._beats = Retry(f"{db.kind} heartbeat", poll, min(MAX_BACKOFF, lease / 4))
+        self._signals = Retry(f"{db.kind} signal loop", poll, MAX_BACKOFF)
 
     @property
     def judges_leases(self) -> bool:
@@ -204,6 +275,14 @@ class SharedBackend:
         looks lapsed; waiting a lease gives every living worker time to renew its own."""
         since = self._healthy_since
         return since is not None and trio.current_time() - since >= self.lease
+
+    def health(self) -> BackendHealth:
+        """Unhealthy while the heartbeat or the signal loop fails (the reason names which,
+        and why), healthy again once it has succeeded."""
+        for loop in (self._beats, self._signals):
+            if loop.failing is not None:
+                return BackendHealth(False, f"the {loop.what} fails: {loop.failing}")
+        return HEALTHY
 
     # ------------------------------------------------------------------ lifetime
 
@@ -314,7 +393,9 @@ class SharedBackend:
         await self.db.run(append)
 
     async def _watch_loop(self) -> None:
-        """Read new messages whenever the database says there may be some."""
+        """Read new messages whenever the database says there may be some. A look that
+        fails is tried again after a backoff (``Retry``); the rows are the truth, so the
+        signals sent meanwhile are read then."""
         while True:
             if not self._attending:
                 self._wake = trio.Event()
@@ -322,9 +403,10 @@ class SharedBackend:
                 rows = await self.db.changes(
                     self._last_seq, bool(self._attending), self.poll, self._wake, self.worker_id
                 )
-            except StorageUnavailable:  # reported by the database; look again later
-                await trio.sleep(self.poll)
+            except BaseException as exc:  # cancellation is re-raised by ``failed``
+                await trio.sleep(self._signals.failed(exc))
                 continue
+            self._signals.worked()
             if not rows:
                 continue
             self._last_seq = rows[-1][0]
@@ -366,15 +448,21 @@ class SharedBackend:
     # ------------------------------------------------------------------ liveness
 
     async def _heartbeat_loop(self) -> None:
+        """Renew this worker's lease every quarter of it; a renewal that fails is tried
+        again sooner, after a backoff (``Retry``), never later than the next renewal."""
+        delay = self.lease / 4
         while True:
-            await trio.sleep(self.lease / 4)
+            await trio.sleep(delay)
             try:
                 await self.db.write(self._beat)
-            except StorageUnavailable:  # reported by the database
+            except BaseException as exc:  # cancellation is re-raised by ``failed``
                 self._healthy_since = None
-            else:
-                if self._healthy_since is None:
-                    self._healthy_since = trio.current_time()
+                delay = self._beats.failed(exc)
+                continue
+            self._beats.worked()
+            delay = self.lease / 4
+            if self._healthy_since is None:
+                self._healthy_since = trio.current_time()
 
     def _beat(self, conn: Connection) -> None:
         clock = self.db.clock

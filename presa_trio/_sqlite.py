@@ -15,6 +15,14 @@ ms by default) and at least once a second; where there is no inotify, every ``po
 seconds. Otherwise it looks once a second. A signal therefore reaches a worker that expects
 it within one poll interval, within one read of its commit if the worker has not looked in
 the last one, and a worker that waits reads nothing while nothing is written.
+
+The file is the one at the path when the first connection opened it, for the whole run. A
+file deleted under a running worker (``rm presa.db*``, a redeploy that wipes a directory) or
+replaced (``mv other.db presa.db``) would take every write after it with it, each one
+acknowledged: so every call looks at the path (one ``stat``, a few microseconds, in the
+worker thread that runs it) and a write does so before its ``COMMIT`` and after it. Once
+the path names another file, or none, the worker refuses (``SqliteDatabase`` says why it
+does not pick up a new file) and says so in one error line.
 """
 
 from __future__ import annotations
@@ -22,10 +30,12 @@ from __future__ import annotations
 import logging
 import os
 import sqlite3
+import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import TypeVar, final
+from typing import NoReturn, TypeVar, final
+from urllib.parse import quote
 
 import outcome
 import trio
@@ -66,11 +76,15 @@ _SCHEMA = (
 )
 
 
-def connect(path: str, busy_timeout: float = BUSY_TIMEOUT) -> sqlite3.Connection:
+def connect(
+    path: str, busy_timeout: float = BUSY_TIMEOUT, *, create: bool = True
+) -> sqlite3.Connection:
     """A connection in autocommit mode (transactions are explicit), WAL, and waits for
-    another writer's lock bounded by ``busy_timeout`` seconds."""
+    another writer's lock bounded by ``busy_timeout`` seconds. Without ``create``, a file
+    that is not there is an error (``SQLITE_CANTOPEN``) rather than made anew."""
+    target = path if create else f"file:{quote(path)}?mode=rw"
     conn = sqlite3.connect(
-        path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
+        target, timeout=busy_timeout, isolation_level=None, check_same_thread=False, uri=not create
     )
     try:
         conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
@@ -128,6 +142,14 @@ def check_file(path: str) -> None:
         raise BackendError(f"cannot use the sqlite store {path}: {exc}") from None
 
 
+class _Moved(Exception):
+    """The store's path no longer names the file this database opened: ``how`` it went."""
+
+    def __init__(self, how: str) -> None:
+        super().__init__(how)
+        self.how = how
+
+
 @final
 class SqliteDatabase:
     """A bounded pool of connections to one SQLite file, used from trio (a ``SqlDatabase``).
@@ -135,6 +157,17 @@ class SqliteDatabase:
     A database failure (locked past the busy timeout, unwritable, gone) raises
     ``StorageUnavailable``, is logged once per episode, and the next call tries a fresh
     connection: the server recovers by itself.
+
+    The file deleted or replaced under it is different: nothing more is written or read
+    (``StorageUnavailable``, logged once), for the rest of the run, also once a file is at
+    the path again. A new file is not picked up because what the worker holds belongs to
+    the old one: the number of the last signal it read (a restored copy numbers its own),
+    its row among the workers, the tasks it runs, whose records are in the old file. A
+    restored copy holds tasks that name this worker as their owner; it does not run them,
+    and while it renews its lease nobody would fail them. A restart gives the worker a new
+    name, under which those tasks belong to a lost worker and are failed at once, and opens
+    the file at the path. So the worker asks for a restart (its health says so too,
+    ``SharedBackend.health``), and serves whatever does not need the store meanwhile.
     """
 
     kind = "sqlite"
@@ -161,12 +194,17 @@ class SqliteDatabase:
         self._looked = float("-inf")  # when ``changes`` last read data_version
         self._woken = False  # the last read followed a write (see changes)
         self._missed = False  # and found nothing
+        self._file: tuple[int, int] | None = None  # (st_dev, st_ino) of the file opened first
+        self._adopting = threading.Lock()
+        self._moved: str | None = None  # why every call is refused, once the file is gone
+        self._closed = False
 
     async def aclose(self) -> None:
         await trio.lowlevel.checkpoint()
         self.close()
 
     def close(self) -> None:
+        self._closed = True
         for conn in self._idle:
             conn.close()
         self._idle.clear()
@@ -179,19 +217,31 @@ class SqliteDatabase:
 
     async def run(self, fn: Callable[[Connection], T]) -> T:
         """``fn(connection)`` in a worker thread (autocommit: each statement its own
-        transaction). A database failure raises ``StorageUnavailable``."""
+        transaction). A database failure raises ``StorageUnavailable``, and so does a path
+        that no longer names the file after ``fn`` ran: what it wrote is not acknowledged."""
+        if self._moved is not None:
+            await trio.lowlevel.checkpoint()
+            raise StorageUnavailable(self._moved)
         async with self._limiter:
             conn = self._idle.pop() if self._idle else None
             try:
                 opened, result = await trio.to_thread.run_sync(self._in_thread, conn, fn)
+            except _Moved as moved:  # found when opening a connection
+                self._refuse(moved)
             except sqlite3.Error as exc:  # opening a connection failed
                 self._health.failed(str(exc))
                 raise StorageUnavailable() from None
+            except BaseException:
+                if conn is not None:  # cancelled before a thread took it: still good
+                    self._give_back(conn)
+                raise
             fault = result.error if isinstance(result, outcome.Error) else None
-            if isinstance(fault, sqlite3.Error) or opened.in_transaction:
+            if isinstance(fault, sqlite3.Error | _Moved) or opened.in_transaction:
                 opened.close()  # a fresh connection next time: the file may have come back
             else:
-                self._idle.append(opened)
+                self._give_back(opened)
+        if isinstance(fault, _Moved):
+            self._refuse(fault)
         if isinstance(fault, sqlite3.Error):
             self._health.failed(str(fault))
             raise StorageUnavailable() from None
@@ -199,17 +249,52 @@ class SqliteDatabase:
             self._health.worked()
         return result.unwrap()
 
+    def _give_back(self, conn: sqlite3.Connection) -> None:
+        """Pool ``conn`` again, or close it: the database is closed, or refused. (A
+        connection never closed keeps the file's write-ahead log from being checkpointed
+        and removed when the last one closes.)"""
+        if self._closed or self._moved is not None:
+            conn.close()
+        else:
+            self._idle.append(conn)
+
     async def write(self, fn: Callable[[Connection], T]) -> T:
         """``fn(connection)`` inside one ``BEGIN IMMEDIATE`` transaction: all or nothing,
         and serialised with every other write to the file. Once started it runs to its end
         (a worker thread cannot be interrupted), so a cancelled caller never leaves half a
-        change."""
+        change. Committed only if the path still names the file (nothing goes into a file
+        no one will read, or into the write-ahead log a new file at the path would read)."""
 
-        return await self.run(in_transaction(("BEGIN IMMEDIATE",), fn))
+        def checked(conn: Connection) -> T:
+            result = fn(conn)
+            self._check_file()
+            return result
+
+        return await self.run(in_transaction(("BEGIN IMMEDIATE",), checked))
+
+    def _refuse(self, moved: _Moved) -> NoReturn:
+        """From now on, refuse every call: the file at the path is not the one opened."""
+        if self._moved is None:
+            self._moved = f"its database file was {moved.how}; restart this worker"
+            logger.error(
+                "the sqlite store's database file was %s under this running worker (its path "
+                "names %s): it writes nothing more, and requests that need the store get 503 "
+                "until the worker is restarted",
+                moved.how,
+                "no file now" if moved.how == "deleted" else "another file now",
+            )
+            for conn in self._idle:
+                conn.close()  # no checkpoint: SQLite sees the file moved
+            self._idle.clear()
+        raise StorageUnavailable(self._moved) from None
 
     async def changes(
         self, after: int, attentive: bool, poll: float, wake: trio.Event, own: str = ""
     ) -> list[Message] | None:
+        if self._moved is not None:
+            self._close_watch()
+            await trio.lowlevel.checkpoint()
+            raise StorageUnavailable(self._moved)
         written = False
         if attentive:
             written = await self._until_written(poll)
@@ -219,11 +304,12 @@ class SqliteDatabase:
         self._looked = trio.current_time()
         try:
             rows = await trio.to_thread.run_sync(self._poll_once, after)
+        except _Moved as moved:
+            self._close_watch()
+            self._refuse(moved)
         except sqlite3.Error as exc:
             self._health.failed(str(exc))
-            if self._watch is not None:
-                self._watch.close()
-                self._watch = None
+            self._close_watch()
             raise StorageUnavailable() from None
         # A commit's writing is reported before the commit shows, so a look a write woke
         # may have come too early for it, or for a commit reported with it: the next look
@@ -254,22 +340,90 @@ class SqliteDatabase:
             return True
         return False
 
+    def _close_watch(self) -> None:
+        if self._watch is not None:
+            self._watch.close()
+            self._watch = None
+
     def _poll_once(self, after: int) -> list[Message] | None:
         """The rows after ``after`` when anyone committed since the last look."""
         if self._watch is None:
-            self._watch = connect(self.path, self.timeout)
-        version = self._watch.execute("PRAGMA data_version").fetchone()[0]
+            self._watch = self._open()
+        try:
+            rows = self._look(self._watch, after)
+        except sqlite3.Error:
+            self._check_file()  # a file that went is why, if it did
+            raise
+        self._check_file()
+        return rows
+
+    def _look(self, watch: sqlite3.Connection, after: int) -> list[Message] | None:
+        version = watch.execute("PRAGMA data_version").fetchone()[0]
         if version == self._version:
             return None
         self._version = version
-        return messages_after(self._watch, after)
+        return messages_after(watch, after)
 
     def _in_thread(
         self, conn: sqlite3.Connection | None, fn: Callable[[Connection], T]
     ) -> tuple[sqlite3.Connection, outcome.Outcome[T]]:
         if conn is None:
-            conn = connect(self.path, self.timeout)
-        return conn, outcome.capture(fn, conn)
+            conn = self._open()
+        result = outcome.capture(fn, conn)
+        try:
+            self._check_file()  # (after a write's COMMIT: was it the file at the path?)
+        except (_Moved, sqlite3.Error) as exc:
+            result = outcome.Error(exc)
+        return conn, result
+
+    # The file: in a worker thread, all of these.
+
+    def _identity(self) -> tuple[int, int]:
+        """``(st_dev, st_ino)`` of the file at the path; ``_Moved`` if there is none."""
+        try:
+            found = os.stat(self.path)
+        except (FileNotFoundError, NotADirectoryError):
+            raise _Moved("deleted") from None
+        except OSError as exc:  # the path cannot be looked at: a failure like any other
+            raise sqlite3.OperationalError(
+                f"cannot look at the database file: {exc.strerror}"
+            ) from None
+        return found.st_dev, found.st_ino
+
+    def _check_file(self) -> None:
+        """Raise ``_Moved`` unless the path still names the file first opened."""
+        if self._identity() != self._file:
+            raise _Moved("replaced")
+
+    def _open(self) -> sqlite3.Connection:
+        """A new connection to the file. The path names the same file just before and just
+        after it opens: that is the file it opened. The first connection's is the file (it
+        may create it: ``open_sqlite`` has, but a database made by hand need not); no other
+        creates one, so a worker never puts an empty file where the file was deleted."""
+        try:
+            before: tuple[int, int] | None = self._identity()
+        except _Moved:
+            if self._file is not None:
+                raise
+            before = None
+        try:
+            conn = connect(self.path, self.timeout, create=self._file is None)
+        except sqlite3.Error:
+            self._identity()  # deleted as it was opened: say so
+            raise
+        try:
+            after = self._identity()
+            with self._adopting:
+                if self._file is None and before in (None, after):
+                    self._file = after
+            if self._file is None:  # replaced as the first connection opened: try again
+                raise sqlite3.OperationalError("the database file changed as it was opened")
+            if after != self._file or before not in (None, after):
+                raise _Moved("replaced")
+        except BaseException:
+            conn.close()
+            raise
+        return conn
 
 
 @asynccontextmanager

@@ -12,7 +12,9 @@ workers' signals while some are expected, default 0.01) for SQLite. Pass the URL
 the ``PRESA_STORE`` environment variable).
 
 Extensions reach the run's backend as ``ExtensionContext.backend``; a store for a shared
-backend runs its statements on ``SharedBackend.db`` (a ``SqlDatabase``).
+backend runs its statements on ``SharedBackend.db`` (a ``SqlDatabase``). Whether the
+backend works now is ``Runtime.backend_health()`` (a ``BackendHealth``): a shared backend's
+heartbeat and signal loop retry what fails, with backoff, and report it there.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from ._backend import DEFAULT_URL as DEFAULT_URL
 from ._backend import ENVIRONMENT_VARIABLE as ENVIRONMENT_VARIABLE
 from ._backend import Backend as Backend
 from ._backend import BackendError as BackendError
+from ._backend import BackendHealth as BackendHealth
 from ._backend import BackendUrl as BackendUrl
 from ._backend import MemoryBackend as MemoryBackend
 from ._backend import parse_url as parse_url
@@ -43,6 +46,7 @@ __all__ = [
     "ENVIRONMENT_VARIABLE",
     "Backend",
     "BackendError",
+    "BackendHealth",
     "BackendUrl",
     "Connection",
     "MemoryBackend",

@@ -4,12 +4,15 @@ leases. (Tasks across workers: tests/interaction/test_shared_backend.py and test
 from __future__ import annotations
 
 import contextlib
+import itertools
+import select
 import sqlite3
 import subprocess
 import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import psycopg
@@ -21,10 +24,11 @@ from postgres_cluster import Cluster, running_cluster
 
 from presa_trio import Server, _postgres, _sqlite
 from presa_trio._postgres import POOL_SIZE, PostgresDatabase, check_database
-from presa_trio._shared import IDLE_POLL
+from presa_trio._shared import IDLE_POLL, MAX_BACKOFF, Retry
 from presa_trio._sqlite import SqliteDatabase, check_file
 from presa_trio.backends import (
     BackendError,
+    BackendHealth,
     BackendUrl,
     MemoryBackend,
     SharedBackend,
@@ -135,6 +139,74 @@ async def test_the_memory_backend_shares_nothing() -> None:
         assert await backend.call(backend.worker_id, "x", {}) is None
     async with open_backend() as other:
         assert other.worker_id != backend.worker_id
+
+
+# ------------------------------------------------------------------------------ background loops
+
+
+def test_a_failing_loop_waits_twice_as_long_each_time_up_to_a_bound(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A loop's failures: the delay doubles from the first to the bound and a success
+    resets it; an unexpected error is logged once per episode with its traceback, a
+    ``StorageUnavailable`` not at all (the database logged it), and both are the reason."""
+    retry = Retry("test loop", 0.01, 0.05)
+    assert retry.failing is None
+    delays = [retry.failed(OSError(5, "Input/output error")) for _ in range(5)]
+    assert delays == [0.01, 0.02, 0.04, 0.05, 0.05]
+    assert retry.failing == "OSError (see the log)"
+    retry.worked()
+    assert retry.failing is None
+    assert retry.failed(StorageUnavailable("its database file was deleted")) == 0.01
+    assert retry.failing == "its database file was deleted"
+    retry.worked()
+    logged = [(r.levelname, r.getMessage(), r.exc_info is not None) for r in caplog.records]
+    assert logged == [
+        ("ERROR", "the test loop failed; it tries again, waiting at most 0.05 s", True),
+        ("WARNING", "the test loop works again", False),
+    ]
+
+
+def test_a_failing_loop_lets_what_is_not_an_error_through() -> None:
+    retry = Retry("test loop", 0.01, 0.05)
+    with pytest.raises(KeyboardInterrupt):
+        retry.failed(KeyboardInterrupt())
+    with pytest.raises(BaseExceptionGroup) as raised:
+        retry.failed(BaseExceptionGroup("both", [OSError(), KeyboardInterrupt()]))
+    assert raised.group_contains(KeyboardInterrupt)
+    assert not raised.group_contains(OSError)
+
+
+async def test_a_failing_signal_loop_backs_off_and_is_cancelled_as_usual(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Every look failing (before any database work: no thread, so virtual time holds),
+    the loop tries again after 0.01, 0.02, 0.04 ... seconds up to ``MAX_BACKOFF``; a
+    cancellation that arrives in a look ends it like any other task, neither logged nor
+    taken for a failure."""
+    db = SqliteDatabase(str(tmp_path / "never-opened.db"))
+    backend = SharedBackend(db, lease=20.0, poll=0.01)
+    looks: list[float] = []
+
+    async def failing(*args: Any) -> None:
+        looks.append(trio.current_time())
+        if len(looks) > 12:
+            await trio.sleep_forever()  # the cancellation comes in here
+        await trio.lowlevel.checkpoint()
+        raise OSError(5, "Input/output error")
+
+    db.changes = failing  # type: ignore[assignment, method-assign]
+    with trio.move_on_after(60) as waited:
+        await backend._watch_loop()
+    assert waited.cancelled_caught
+    waits = [round(b - a, 6) for a, b in itertools.pairwise(looks)]
+    assert waits == [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, *[MAX_BACKOFF] * 4]
+    assert backend.health() == BackendHealth(
+        False, "the sqlite signal loop fails: OSError (see the log)"
+    )
+    assert [r.getMessage() for r in caplog.records] == [
+        "the sqlite signal loop failed; it tries again, waiting at most 2 s"
+    ]
 
 
 # ------------------------------------------------------------------------------ sqlite
@@ -259,19 +331,22 @@ async def test_a_postgresql_worker_does_not_read_back_what_only_it_wrote(
 ) -> None:
     """Woken only by its own messages' notifications, a worker has nothing new to read;
     another worker's message is read with them, and a worker reads at least once a second
-    whoever wrote (the rows are the truth)."""
+    whoever wrote (the rows are the truth). The second is the backend's clock, which the
+    test moves itself: how fast the machine is changes nothing."""
     url = postgres.new_database()
     check_database(url, 5.0)
     db = PostgresDatabase(url, timeout=5.0)
     await db.open()
     reads: list[int] = []
     messages = _postgres.messages_after
+    now = [1_000.0]
 
     def counted(conn: Any, after: int) -> Any:
         reads.append(after)
         return messages(conn, after)
 
     monkeypatch.setattr(_postgres, "messages_after", counted)
+    monkeypatch.setattr(_postgres, "time", SimpleNamespace(monotonic=lambda: now[0]))
     run = db.run
 
     async def send(origin: str, n: int) -> None:
@@ -298,7 +373,7 @@ async def test_a_postgresql_worker_does_not_read_back_what_only_it_wrote(
                 ("other", '{"n":3}'),
             ]
             read = len(reads)
-            await trio.sleep(IDLE_POLL)
+            now[0] += IDLE_POLL
             await send("me", 4)
             found = await db.changes(3, True, 0.01, trio.Event(), own="me")
             assert len(reads) == read + 1, "no read for over a second"
@@ -332,6 +407,31 @@ async def test_a_call_is_answered_by_the_worker_named(tmp_path: Path) -> None:
         with trio.move_on_after(0.2) as waited:
             await one.call("no-such-worker", "double", {"n": 1})
         assert waited.cancelled_caught
+
+
+async def test_a_call_cancelled_as_it_starts_gives_its_connection_back(tmp_path: Path) -> None:
+    """Cancelled after it took a pooled connection and before a thread did, a call lost the
+    connection: open until garbage-collected, it kept the file's write-ahead log from being
+    checkpointed and removed when the database closed (a file moved into its place would
+    read that log). Now it goes back to the pool, and closing removes the log."""
+    path = tmp_path / "state.db"
+    check_file(str(path))
+    db = SqliteDatabase(str(path))
+
+    def one(conn: Any) -> Any:
+        return conn.execute("SELECT 1").fetchone()
+
+    try:
+        assert await db.run(one) == (1,)
+        for _ in range(3):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(db.run, one)
+                await trio.lowlevel.checkpoint()  # it has the limiter and yields once
+                nursery.cancel_scope.cancel()
+            assert len(db._idle) == 1
+    finally:
+        await db.aclose()
+    assert not Path(f"{path}-wal").exists()  # noqa: ASYNC240 (a test's one look at its file)
 
 
 def counting_looks(db: SqliteDatabase) -> list[int]:
@@ -512,9 +612,16 @@ async def test_orphans_are_the_unfinished_tasks_of_workers_gone_or_silent(
 ) -> None:
     """Every unfinished task of every lost worker, and nothing else: the owners are found
     one after another, so each of several must be reached (the first, one between, the
-    last), and owners with only finished tasks, or none at all, never count."""
+    last), and owners with only finished tasks, or none at all, never count.
+
+    Judged with a lease of ten minutes, so no worker that renews counts as lost however
+    slow the machine (with 200 ms, under load, the live worker's own tasks did); silence is
+    a heartbeat written as the epoch, and a renewal is waited for, not timed."""
     url = shared_url(kind, tmp_path, request)
+    # renewals every half second: a silence lasts long enough to be seen, however slow
+    url = url + "&lease=2" if kind == "postgresql" else f"sqlite:///{tmp_path}/state.db?lease=2"
     unlimited = Limits(None, None, None)
+    lease_ms = 600_000
     async with open_backend(url) as alive, open_backend(url) as idle:
         assert isinstance(alive, SharedBackend)
         store = SqlTaskStore(alive.db)
@@ -527,20 +634,35 @@ async def test_orphans_are_the_unfinished_tasks_of_workers_gone_or_silent(
                 "done", "p", "tool", Status.COMPLETED, 1, 1, None, None, owner="long-gone"
             )
             await store.create(finished, unlimited)
-            assert await store.orphans(200) == []
+            assert await store.orphans(lease_ms) == []
         lost = [f"{who}{n}" for who in ("also", "theirs") for n in range(3)]
-        assert sorted(await store.orphans(200)) == lost  # they left
-        silence = "UPDATE presa_workers SET heartbeat_ms = 0"  # and a silent worker
-        if kind == "postgresql":
-            with psycopg.connect(url, autocommit=True) as db:
-                db.execute(silence)
-        else:
-            with sqlite3.connect(tmp_path / "state.db") as db:
-                db.execute(silence)
-        assert sorted(await store.orphans(200)) == sorted([*lost, "mine0", "mine1", "mine2"])
-        with trio.fail_after(5):  # until it renews its lease (every lease/4)
-            while sorted(await store.orphans(200)) != lost:  # noqa: ASYNC110
+        assert sorted(await store.orphans(lease_ms)) == lost  # they left
+
+        def silence(conn: Any) -> None:  # and a silent worker
+            conn.execute(
+                "UPDATE presa_workers SET heartbeat_ms = 0 WHERE worker_id = ?",
+                (alive.worker_id,),
+            )
+
+        def heartbeat(conn: Any) -> int:
+            row = conn.execute(
+                "SELECT heartbeat_ms FROM presa_workers WHERE worker_id = ?", (alive.worker_id,)
+            ).fetchone()
+            return int(row[0])
+
+        # alive's own renewal may come between silence and sweep: then silence it again
+        silenced: list[str] = []
+        with trio.fail_after(10):
+            while not silenced:
+                await alive.db.write(silence)
+                orphans = sorted(await store.orphans(lease_ms))
+                if await alive.db.run(heartbeat) == 0:
+                    silenced = orphans
+        assert silenced == sorted([*lost, "mine0", "mine1", "mine2"])
+        with trio.fail_after(10):  # until it renews its lease (every lease/4)
+            while await alive.db.run(heartbeat) == 0:  # noqa: ASYNC110
                 await trio.sleep(0.01)
+        assert sorted(await store.orphans(lease_ms)) == lost
         assert idle.worker_id not in {alive.worker_id, leaving.worker_id}
 
 
@@ -689,13 +811,27 @@ async def test_a_pooled_connection_is_replaced_only_when_the_database_ended_it(
         first = await db.run(backend_pid)
         with psycopg.connect(url, autocommit=True) as other:
             other.execute("NOTIFY presa_test")
-            await trio.sleep(0.2)  # delivered: the pooled connection has it to read
+            await until_the_pooled_connection_has_something_to_read(db)
             assert await db.run(backend_pid) == first
             other.execute("SELECT pg_terminate_backend(%s)", (first,))
-        await trio.sleep(0.2)
+        await until_the_pooled_connection_has_something_to_read(db)  # why it ends
         assert await db.run(backend_pid) not in (first, 0)
     finally:
         await db.aclose()
+
+
+async def until_the_pooled_connection_has_something_to_read(db: PostgresDatabase) -> None:
+    """Wait (bounded) until the pool's one idle connection has something from the database
+    to read: what was sent has arrived, however slow the machine."""
+
+    def wait() -> bool:
+        conn = db.pool.getconn(5.0)
+        try:
+            return bool(select.select([conn.fileno()], [], [], 30)[0])
+        finally:
+            db.pool.putconn(conn)
+
+    assert await trio.to_thread.run_sync(wait), "nothing arrived within 30 s"
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
