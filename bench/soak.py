@@ -475,9 +475,8 @@ class Driver:
         params = {"taskId": obs.task_id, "inputResponses": answer}
         message = await self.http.rpc("tasks/update", params, obs.task_id)
         acknowledged = message.get("result")
-        if not isinstance(acknowledged, dict) or acknowledged.get("_meta", {}).get(
-            "io.github.presa-trio/ignoredInputKeys"
-        ):
+        # (an answer the task did not take is acknowledged too: the poll below tells)
+        if not isinstance(acknowledged, dict) or acknowledged.get("resultType") != "complete":
             obs.problems.append(f"tasks/update: {json.dumps(message)[:300]}")
         await self.finish(obs, await self.poll(obs, TERMINAL))
 

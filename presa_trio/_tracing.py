@@ -128,6 +128,15 @@ class Tracing:
             return SpanHandle(self, None)
         return SpanHandle(self, span)
 
+    def annotate(self, key: str, value: Any) -> None:
+        """Set one attribute on the current span: in a request's handler, the request's
+        SERVER span (an extension's method records there what it decided). Nothing when no
+        span is recording."""
+        try:
+            self._span_of().set_attribute(key, value)
+        except Exception:
+            self._failed("setting a span attribute")
+
     def request(
         self, request: Request, connection: Mapping[str, Any] | None, *, known: bool = True
     ) -> RequestSpan:

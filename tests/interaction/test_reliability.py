@@ -19,6 +19,7 @@ import trio
 import trio.testing
 from asgi_scope import headers
 from asgi_scope import http_scope as raw_scope
+from ignored_answers import LOGGER, ignored_keys
 
 from fixtures.conformance import build_server
 from presa_trio import Context, Server, ToolResult, content, serve_stdio
@@ -34,7 +35,6 @@ META = {
 TASKS = {"extensions": {EXTENSION_ID: {}}}
 WITH_TASKS = {"elicitation": {}, **TASKS}
 SERVER_INFO_KEY = "io.modelcontextprotocol/serverInfo"
-IGNORED_KEYS = "io.github.presa-trio/ignoredInputKeys"
 YES = {"action": "accept", "content": {"confirm": True}}
 ALICE = {"action": "accept", "content": {"name": "Alice"}}
 
@@ -541,9 +541,11 @@ async def test_mrtr_round_then_a_task_with_a_verified_state(fixture_server: Serv
 
 
 @pytest.mark.parametrize("ending", ["cancelled", "completed"])
-async def test_update_on_a_finished_task_is_invalid_params(
-    fixture_server: Server, ending: str
+async def test_update_on_a_finished_task_is_acknowledged_and_changes_nothing(
+    fixture_server: Server, ending: str, caplog: pytest.LogCaptureFixture
 ) -> None:
+    """SEP-2663: answers no one waits for are ignored; T§4.3: acknowledged, no change."""
+    caplog.set_level(logging.DEBUG, logger=LOGGER)
     async with open_client(fixture_server, capabilities=WITH_TASKS) as client:
         seconds = 3600 if ending == "cancelled" else 0
         task_id = await client.create_task("slow_compute", {"seconds": seconds, "label": "x"})
@@ -551,30 +553,32 @@ async def test_update_on_a_finished_task_is_invalid_params(
             await client.cancel_task(task_id)
         task, _ = await poll_until_terminal(client, task_id)
         assert task["status"] == ending
-        with pytest.raises(RpcError) as caught:
-            await client.update_task(task_id, {"confirm-delete": YES})
-        assert (caught.value.code, caught.value.status) == (-32602, 400)
-        assert caught.value.data == {"status": ending}
-        assert (await client.get_task(task_id))["status"] == ending
+        ack = await client.update_task(task_id, {"confirm-delete": YES})
+        assert client.last.status == 200
+        assert ack["resultType"] == "complete" and list(ack["_meta"]) == [SERVER_INFO_KEY]
+        assert await client.get_task(task_id) == task
+        assert ignored_keys(caplog, task_id) == [["confirm-delete"]]
 
 
-async def test_update_with_a_key_never_asked_for_is_acknowledged_and_reported(
-    fixture_server: Server,
+async def test_update_with_a_key_never_asked_for_is_acknowledged_and_logged(
+    fixture_server: Server, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.DEBUG, logger=LOGGER)
     async with open_client(fixture_server, capabilities=WITH_TASKS) as client:
         task_id = await client.create_task("confirm_delete", {"filename": "a.txt"})
         with trio.fail_after(10):
             await client.wait_task(task_id, ("input_required",))
         ack = await client.update_task(task_id, {"that-key": YES})
         assert client.last.status == 200
-        assert ack["_meta"][IGNORED_KEYS] == ["that-key"]
-        assert SERVER_INFO_KEY in ack["_meta"]
+        assert list(ack["_meta"]) == [SERVER_INFO_KEY]  # nothing about the keys on the wire
+        assert ignored_keys(caplog, task_id) == [["that-key"]]
         await trio.testing.wait_all_tasks_blocked()
         still = await client.get_task(task_id)
         assert still["status"] == "input_required"
         assert list(still["inputRequests"]) == ["confirm-delete"]
         mixed = await client.update_task(task_id, {"confirm-delete": YES, "zzz": YES, "a": YES})
-        assert mixed["_meta"][IGNORED_KEYS] == ["a", "zzz"]
+        assert mixed == ack
+        assert ignored_keys(caplog, task_id) == [["that-key"], ["a", "zzz"]]
         done, _ = await poll_until_terminal(client, task_id)
         assert done["result"]["content"][0]["text"] == "Delete confirmed: true"
 

@@ -2,15 +2,25 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 import trio
 import trio.testing
+from ignored_answers import LOGGER, MESSAGE, ignored_keys
 
 from presa_trio import Context, InternalError, Server, ToolError
-from presa_trio.ext.tasks import EXTENSION_ID, Limits, MemoryTaskStore, TasksExtension
+from presa_trio.ext.tasks import (
+    EXTENSION_ID,
+    Limits,
+    MemoryTaskStore,
+    Status,
+    TaskRecord,
+    TasksExtension,
+)
+from presa_trio.ext.tasks._runner import COMMIT_SECONDS, RESETTLE_SECONDS
 from presa_trio.mrtr import elicit
 from presa_trio.testing import Client, RpcError, open_client
 
@@ -18,6 +28,7 @@ TASKS = {"extensions": {EXTENSION_ID: {}}}
 WITH_TASKS = {"elicitation": {}, **TASKS}
 MISSING = {"requiredCapabilities": {"extensions": {EXTENSION_ID: {}}}}
 SERVER_INFO = {"io.modelcontextprotocol/serverInfo": {"name": "tasks", "version": "1"}}
+ACK = {"resultType": "complete", "_meta": SERVER_INFO}  # a tasks/update or tasks/cancel ack
 
 
 class FakeClock:
@@ -68,6 +79,22 @@ def build(world: World, clock: FakeClock, **options: Any) -> tuple[Server, Tasks
         questions = {key: elicit(f"{key}?", {"v": {"type": "string"}}) for key in keys}
         answers = await ctx.input(questions)
         return ",".join(f"{key}={answers[key]['content']['v']}" for key in sorted(answers))
+
+    @server.tool(options={"tasks": "optional"})
+    async def impatient(ctx: Context, seconds: float) -> str:
+        """Waits ``seconds`` for "late"; without it, asks "next" once the test releases it."""
+        with trio.move_on_after(seconds):
+            answer = await ctx.input({"late": elicit("late?", {"v": {"type": "string"}})})
+            return f"late={answer['late']['content']['v']}"
+        await world.release.wait()
+        answer = await ctx.input({"next": elicit("next?", {"v": {"type": "string"}})})
+        return f"gave up on late; next={answer['next']['content']['v']}"
+
+    @server.tool(options={"tasks": "optional"})
+    async def blob(size: int) -> str:
+        """A result of about ``size`` bytes."""
+        await trio.lowlevel.checkpoint()
+        return "x" * size
 
     @server.tool(options={"tasks": "optional"})
     async def meddles(ctx: Context, victim: str) -> str:
@@ -366,8 +393,11 @@ async def test_bad_task_ids(
     assert result.response is not None and result.response["error"]["code"] == code
 
 
-async def test_updates_partial_fulfilment_and_key_reuse(env: tuple[Client, TasksExtension]) -> None:
+async def test_updates_partial_fulfilment_and_key_reuse(
+    env: tuple[Client, TasksExtension], caplog: pytest.LogCaptureFixture
+) -> None:
     client, _ext = env
+    caplog.set_level(logging.DEBUG, logger=LOGGER)
     task_id = await create(client, "ask", {"keys": ["a", "b", "a"]})
     await trio.testing.wait_all_tasks_blocked()
     assert list((await get(client, task_id))["inputRequests"]) == ["a"]
@@ -378,9 +408,9 @@ async def test_updates_partial_fulfilment_and_key_reuse(env: tuple[Client, Tasks
             "inputResponses": {"a": {"action": "accept", "content": {"v": "1"}}, "stray": {"x": 1}},
         },
     )
-    # Acknowledged (SEP-2663), and the key the task was not waiting for is named, not hidden.
-    ignored = {"io.github.presa-trio/ignoredInputKeys": ["stray"]}
-    assert ack == {"resultType": "complete", "_meta": {**SERVER_INFO, **ignored}}
+    # Acknowledged (SEP-2663); the key the task was not waiting for is named to operators.
+    assert ack == ACK
+    assert ignored_keys(caplog, task_id) == [["stray"]]
     await trio.testing.wait_all_tasks_blocked()
     assert list((await get(client, task_id))["inputRequests"]) == ["b"]
     await client.request(
@@ -393,11 +423,12 @@ async def test_updates_partial_fulfilment_and_key_reuse(env: tuple[Client, Tasks
 
 
 async def test_one_round_of_questions_answered_in_parts(
-    env: tuple[Client, TasksExtension],
+    env: tuple[Client, TasksExtension], caplog: pytest.LogCaptureFixture
 ) -> None:
     """The questions of one ``ctx.input`` share the task's channel: each answer reaches the
     tool under its own key, in whatever order and updates they come, each exactly once."""
     client, _ext = env
+    caplog.set_level(logging.DEBUG, logger=LOGGER)
     runner = tasks_of(client).runner
     task_id = await create(client, "asks_at_once", {"keys": ["a", "b", "c"]})
     await trio.testing.wait_all_tasks_blocked()
@@ -417,8 +448,8 @@ async def test_one_round_of_questions_answered_in_parts(
         "tasks/update",
         {"taskId": task_id, "inputResponses": {"c": answer("again"), "a": answer("1")}},
     )
-    ignored = {"io.github.presa-trio/ignoredInputKeys": ["c"]}  # answered already
-    assert ack == {"resultType": "complete", "_meta": {**SERVER_INFO, **ignored}}
+    assert ack == ACK
+    assert ignored_keys(caplog, task_id) == [["c"]]  # answered already
     await trio.testing.wait_all_tasks_blocked()
     assert list((await get(client, task_id))["inputRequests"]) == ["b"]
     await client.request("tasks/update", {"taskId": task_id, "inputResponses": {"b": answer("2")}})
@@ -436,6 +467,168 @@ async def test_invalid_update_bodies(env: tuple[Client, TasksExtension]) -> None
             await client.request("tasks/update", {"taskId": task_id, "inputResponses": responses})
         assert caught.value.code == -32602
     assert (await get(client, task_id))["status"] == "input_required"
+
+
+# ------------------------------------------------ tasks/update: what is not outstanding
+
+
+def answer(value: str) -> dict[str, Any]:
+    return {"action": "accept", "content": {"v": value}}
+
+
+async def update(client: Client, task_id: str, responses: dict[str, Any]) -> dict[str, Any]:
+    return await client.request("tasks/update", {"taskId": task_id, "inputResponses": responses})
+
+
+async def ended(client: Client, ending: str) -> str:
+    """A task of this client that ended ``ending``."""
+    if ending == "completed":
+        task_id = await create(client, "sleepy", {"seconds": 0})
+    elif ending == "failed":
+        task_id = await create(client, "broken")
+    else:
+        task_id = await create(client, "ask", {"keys": ["a"]})
+        await trio.testing.wait_all_tasks_blocked()
+        await client.request("tasks/cancel", {"taskId": task_id})
+    assert (await settle(client, task_id))["status"] == ending
+    return task_id
+
+
+@pytest.mark.parametrize("ending", ["completed", "failed", "cancelled"])
+async def test_an_update_for_a_finished_task_is_acknowledged_and_changes_nothing(
+    env: tuple[Client, TasksExtension], caplog: pytest.LogCaptureFixture, ending: str
+) -> None:
+    """SEP-2663 and T§4.3: acknowledged with no change; the operator sees why."""
+    client, _ = env
+    caplog.set_level(logging.DEBUG, logger=LOGGER)
+    task_id = await ended(client, ending)
+    before = await get(client, task_id)
+    ack = await update(client, task_id, {"a": answer("late"), "b": {"x": 1}})
+    assert (ack, client.last.status) == (ACK, 200)  # no ignored keys on the wire
+    assert await get(client, task_id) == before
+    assert ignored_keys(caplog, task_id) == [["a", "b"]]
+    (logged,) = [r for r in caplog.records if r.msg == MESSAGE]
+    assert logged.getMessage() == (
+        f"tasks/update of task {task_id} ignored input keys ['a', 'b']: the task is {ending}"
+    )
+    with pytest.raises(RpcError) as caught:  # a malformed update is refused all the same
+        await update(client, task_id, {"a": 5})
+    assert (caught.value.code, caught.value.status) == (-32602, 400)
+
+
+async def test_an_answer_to_a_key_never_asked_for_is_ignored_and_acknowledged(
+    env: tuple[Client, TasksExtension], caplog: pytest.LogCaptureFixture
+) -> None:
+    client, _ = env
+    caplog.set_level(logging.DEBUG, logger=LOGGER)
+    task_id = await create(client, "ask", {"keys": ["a"]})
+    await trio.testing.wait_all_tasks_blocked()
+    before = await get(client, task_id)
+    # Not checked against any request (there is none): ignored, whatever its shape.
+    assert await update(client, task_id, {"zzz": {"action": "maybe"}}) == ACK
+    await trio.testing.wait_all_tasks_blocked()
+    assert await get(client, task_id) == before
+    assert tasks_of(client).runner.parked_count() == 1
+    assert ignored_keys(caplog, task_id) == [["zzz"]]
+    assert await update(client, task_id, {"a": answer("1")}) == ACK
+    assert (await settle(client, task_id))["result"]["content"][0]["text"] == "1"
+    assert ignored_keys(caplog, task_id) == [["zzz"]]  # the answer used is not reported
+
+
+async def test_an_answer_to_a_key_already_answered_is_ignored_and_acknowledged(
+    env: tuple[Client, TasksExtension], caplog: pytest.LogCaptureFixture
+) -> None:
+    client, _ = env
+    caplog.set_level(logging.DEBUG, logger=LOGGER)
+    task_id = await create(client, "asks_at_once", {"keys": ["a", "b"]})
+    await trio.testing.wait_all_tasks_blocked()
+    assert await update(client, task_id, {"a": answer("first")}) == ACK
+    await trio.testing.wait_all_tasks_blocked()
+    before = await get(client, task_id)
+    assert list(before["inputRequests"]) == ["b"]
+    assert await update(client, task_id, {"a": answer("second")}) == ACK
+    assert await update(client, task_id, {"a": {"action": "maybe"}}) == ACK  # not checked
+    await trio.testing.wait_all_tasks_blocked()
+    assert await get(client, task_id) == before
+    assert ignored_keys(caplog, task_id) == [["a"], ["a"]]
+    assert await update(client, task_id, {"b": answer("2")}) == ACK
+    done = await settle(client, task_id)
+    assert done["result"]["content"] == [{"type": "text", "text": "a=first,b=2"}]
+
+
+async def test_an_answer_to_a_key_the_tool_stopped_waiting_for_is_ignored(
+    env: tuple[Client, TasksExtension],
+    world: World,
+    caplog: pytest.LogCaptureFixture,
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """A key is superseded when the tool's own wait for it ended (its ``move_on_after``
+    around ``ctx.input``) and the task goes on: the record drops it, and an answer to it is
+    ignored and acknowledged."""
+    client, _ = env
+    caplog.set_level(logging.DEBUG, logger=LOGGER)
+    runner = tasks_of(client).runner
+    task_id = await create(client, "impatient", {"seconds": 10})
+    await trio.testing.wait_all_tasks_blocked()
+    assert list((await get(client, task_id))["inputRequests"]) == ["late"]
+    await trio.sleep(10)  # the tool gives up on "late" and works on
+    await trio.testing.wait_all_tasks_blocked()
+    working = await get(client, task_id)
+    assert working["status"] == "working" and "inputRequests" not in working
+    assert (runner.live_count, runner.parked_count()) == (1, 0)
+    assert await update(client, task_id, {"late": answer("too late")}) == ACK
+    await trio.testing.wait_all_tasks_blocked()
+    assert await get(client, task_id) == working
+    assert ignored_keys(caplog, task_id) == [["late"]]
+    world.release.set()
+    await trio.testing.wait_all_tasks_blocked()
+    assert list((await get(client, task_id))["inputRequests"]) == ["next"]
+    assert await update(client, task_id, {"next": answer("n")}) == ACK
+    done = await settle(client, task_id)
+    assert done["result"]["content"] == [{"type": "text", "text": "gave up on late; next=n"}]
+    assert ignored_keys(caplog, task_id) == [["late"]]
+
+
+async def test_a_partial_set_of_answers_is_accepted_and_the_rest_stay_outstanding(
+    env: tuple[Client, TasksExtension], caplog: pytest.LogCaptureFixture
+) -> None:
+    client, _ = env
+    caplog.set_level(logging.DEBUG, logger=LOGGER)
+    task_id = await create(client, "asks_at_once", {"keys": ["a", "b", "c"]})
+    await trio.testing.wait_all_tasks_blocked()
+    assert await update(client, task_id, {"c": answer("3"), "a": answer("1")}) == ACK
+    await trio.testing.wait_all_tasks_blocked()
+    parked = await get(client, task_id)
+    assert parked["status"] == "input_required" and list(parked["inputRequests"]) == ["b"]
+    assert tasks_of(client).runner.parked_count() == 1
+    assert await update(client, task_id, {"b": answer("2")}) == ACK
+    done = await settle(client, task_id)
+    assert done["result"]["content"] == [{"type": "text", "text": "a=1,b=2,c=3"}]
+    assert ignored_keys(caplog, task_id) == []  # every answer was used
+
+
+async def test_an_update_for_another_principals_task_is_the_unknown_task_error(
+    env: tuple[Client, TasksExtension], caplog: pytest.LogCaptureFixture
+) -> None:
+    client, _ = env
+    caplog.set_level(logging.DEBUG, logger=LOGGER)
+    client.client_info = {"name": "alice", "version": "1"}
+    parked = await create(client, "ask", {"keys": ["a"]})
+    finished = await ended(client, "completed")
+    await trio.testing.wait_all_tasks_blocked()
+    before = await get(client, parked)
+    client.client_info = {"name": "mallory", "version": "1"}
+    refusals = []
+    for task_id in (parked, finished, "no-such-task"):
+        with pytest.raises(RpcError) as caught:
+            await update(client, task_id, {"a": answer("stolen")})
+        refusals.append((caught.value.status, caught.value.code, caught.value.message))
+        assert caught.value.data is None
+    assert refusals == [(400, -32602, "Unknown or inaccessible taskId")] * 3
+    assert ignored_keys(caplog) == []
+    client.client_info = {"name": "alice", "version": "1"}
+    assert await get(client, parked) == before
+    assert tasks_of(client).runner.parked_count() == 1
 
 
 async def test_undeclared_requests(env: tuple[Client, TasksExtension]) -> None:
@@ -601,6 +794,235 @@ async def test_capacity_limits(world: World, clock: FakeClock) -> None:
         assert await tasks_of(client).store.count() == 2
         client.client_info = {"name": "other", "version": "1"}
         await create(client, "sleepy")
+
+
+async def test_a_run_that_fills_the_byte_bound_refuses_the_next_creation(
+    world: World, clock: FakeClock
+) -> None:
+    """``Limits.max_stored_bytes``: the results held count, and so does what each running
+    task may still add (its reserve, ``max_result_bytes``)."""
+    limits = Limits(
+        max_tasks=None,
+        max_stored_per_principal=None,
+        max_active_per_principal=None,
+        max_stored_bytes=4_000,
+    )
+    server, _ext = build(world, clock, limits=limits, max_result_bytes=1_000)
+    full = {"retryable": True, "limit": "max_stored_bytes"}
+    async with open_client(server, capabilities=WITH_TASKS) as client:
+        store = tasks_of(client).store
+        first = await create(client, "blob", {"size": 800})
+        await settle(client, first)
+        size = store.stored_bytes  # one result, as JSON
+        assert 800 < size < 1_000
+        fits = (4_000 - 1_000) // size + 1  # while the bytes held leave room for a reserve
+        for _ in range(fits - 1):
+            await settle(client, await create(client, "blob", {"size": 800}))
+        assert store.stored_bytes == fits * size
+        with pytest.raises(RpcError) as caught:
+            await client.call_tool("blob", {"size": 1})
+        assert (caught.value.code, caught.value.status, caught.value.data) == (-32603, 503, full)
+        assert caught.value.message == "Task capacity exhausted"
+        assert await store.count() == fits and tasks_of(client).runner.live_count == 0
+        client.client_info = {"name": "other", "version": "1"}  # a bound for all principals
+        with pytest.raises(RpcError) as caught:
+            await client.call_tool("blob", {"size": 1})
+        assert caught.value.data == full
+        assert await store.delete_expired(10**15) == fits  # expired and reaped: room again
+        assert store.stored_bytes == 0
+        await create(client, "blob", {"size": 1})
+
+
+async def test_running_tasks_hold_their_reserve_of_the_byte_bound(
+    world: World, clock: FakeClock
+) -> None:
+    limits = Limits(max_stored_per_principal=None, max_stored_bytes=4_000)
+    server, _ext = build(world, clock, limits=limits, max_result_bytes=1_000)
+    async with open_client(server, capabilities=WITH_TASKS) as client:
+        store = tasks_of(client).store
+        parked = [await create(client, "ask", {"keys": ["k"]}) for _ in range(3)]
+        await trio.testing.wait_all_tasks_blocked()
+        assert 0 < store.stored_bytes < 1_000  # three questions, and three reserves of 1,000
+        with pytest.raises(RpcError) as caught:
+            await client.call_tool("blob", {"size": 1})
+        assert caught.value.data == {"retryable": True, "limit": "max_stored_bytes"}
+        await update(client, parked[0], {"k": answer("v")})
+        assert (await settle(client, parked[0]))["status"] == "completed"  # its reserve is free
+        await settle(client, await create(client, "blob", {"size": 1}))
+
+
+class HangingStore:
+    """A memory store whose calls named in ``hang`` do not return for an hour (a store that
+    hangs: longer than any bound, and short enough that a runner without its bounds fails
+    these tests instead of hanging them, shielded as its store calls are).
+
+    With ``after_effect``, a hung ``create`` hangs after it stored the record, and the hang
+    can be cancelled: a store that breaks the all-or-nothing contract. With ``late``, it
+    stores and then takes 10 s, uncancellably: a store that keeps the contract, slowly.
+    """
+
+    def __init__(self) -> None:
+        self.inner = MemoryTaskStore()
+        self.hang: set[str] = set()
+        self.after_effect = False
+        self.late = False
+
+    async def _wait(self, call: str) -> None:
+        if call in self.hang:
+            await trio.sleep(3_600)
+        await trio.lowlevel.checkpoint()
+
+    async def create(self, task: TaskRecord, limits: Limits) -> None:
+        if self.late:
+            with trio.CancelScope(shield=True):
+                await self.inner.create(task, limits)
+                await trio.sleep(2 * COMMIT_SECONDS)
+            return
+        if not self.after_effect:
+            await self._wait("create")
+        await self.inner.create(task, limits)
+        if self.after_effect:
+            await self._wait("create")
+
+    async def get(self, task_id: str) -> TaskRecord | None:
+        await self._wait("get")
+        return await self.inner.get(task_id)
+
+    async def compare_and_set(self, task: TaskRecord, expected_revision: int) -> bool:
+        await self._wait("compare_and_set")
+        return await self.inner.compare_and_set(task, expected_revision)
+
+    async def delete_expired(self, now_ms: int) -> int:
+        return await self.inner.delete_expired(now_ms)
+
+    async def count(self) -> int:
+        return await self.inner.count()
+
+
+STORE_TIMED_OUT = (-32603, 503, {"retryable": True})
+#: The longest until the runner offers a held-back outcome again once the store answers (an
+#: offer already waiting on the hung store runs out its bound first).
+OFFERED_AGAIN = RESETTLE_SECONDS + COMMIT_SECONDS
+
+
+def refusal(caught: pytest.ExceptionInfo[RpcError]) -> tuple[int, int, Any]:
+    return (caught.value.code, caught.value.status, caught.value.data)
+
+
+@pytest.fixture
+def hanging() -> HangingStore:
+    return HangingStore()
+
+
+@pytest.fixture
+async def on_hanging(
+    world: World, clock: FakeClock, hanging: HangingStore
+) -> AsyncIterator[Client]:
+    server, _ = build(world, clock, store=hanging)
+    async with open_client(server, capabilities=WITH_TASKS) as client:
+        yield client
+
+
+async def test_a_creation_the_store_never_answers_is_retryable_and_leaves_nothing(
+    on_hanging: Client,
+    hanging: HangingStore,
+    world: World,
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    client, runner = on_hanging, tasks_of(on_hanging).runner
+    hanging.hang.add("create")
+    start = trio.current_time()
+    with pytest.raises(RpcError) as caught:
+        await client.call_tool("sleepy", {"seconds": 0})
+    assert refusal(caught) == STORE_TIMED_OUT
+    assert trio.current_time() - start == COMMIT_SECONDS  # the bound, not forever
+    assert (runner.live_count, await hanging.count()) == (0, 0)
+    assert not world.entered.is_set()  # no work started
+    hanging.hang.clear()
+    await trio.sleep(OFFERED_AGAIN)  # the runner makes sure no record was left working
+    assert (runner.unsettled_count, await hanging.count()) == (0, 0)
+    assert (await settle(client, await create(client, "sleepy", {"seconds": 0})))[
+        "status"
+    ] == "completed"
+
+
+async def test_a_creation_stored_before_the_store_hung_fails_that_record(
+    on_hanging: Client,
+    hanging: HangingStore,
+    world: World,
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """The bound fired after a store that breaks the contract stored the record: the client
+    is told to retry, no work runs for it, and the record is failed, not left working."""
+    client, runner = on_hanging, tasks_of(on_hanging).runner
+    hanging.hang.add("create")
+    hanging.after_effect = True
+    with pytest.raises(RpcError) as caught:
+        await client.call_tool("sleepy", {"seconds": 0})
+    assert refusal(caught) == STORE_TIMED_OUT
+    (orphan,) = hanging.inner._tasks.values()  # stored, and no work behind it
+    assert runner.live_count == 0 and not world.entered.is_set()
+    hanging.hang.clear()
+    await trio.sleep(OFFERED_AGAIN)  # by then the runner has failed the record
+    failed = await hanging.get(orphan.task_id)
+    assert failed is not None and failed.status is Status.FAILED
+    assert failed.error == {"code": -32603, "message": "The server could not start this task"}
+    assert runner.unsettled_count == 0
+
+
+async def test_a_creation_the_store_completes_late_runs_its_task(
+    on_hanging: Client,
+    hanging: HangingStore,
+    world: World,
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """A store that keeps the contract finishes a write it made: past the bound, the
+    record and its work both exist, and the client gets its task."""
+    client, runner = on_hanging, tasks_of(on_hanging).runner
+    hanging.late = True
+    task_id = await create(client, "sleepy", {"seconds": 0})
+    assert (await settle(client, task_id))["status"] == "completed"
+    assert world.entered.is_set() and runner.live_count == 0
+    assert await hanging.count() == 1
+
+
+async def test_an_update_the_store_never_answers_is_retryable_and_accepts_nothing(
+    on_hanging: Client, hanging: HangingStore, autojump_clock: trio.testing.MockClock
+) -> None:
+    client, runner = on_hanging, tasks_of(on_hanging).runner
+    task_id = await create(client, "ask", {"keys": ["a"]})
+    await trio.testing.wait_all_tasks_blocked()
+    hanging.hang.add("compare_and_set")
+    with pytest.raises(RpcError) as caught:
+        await update(client, task_id, {"a": answer("1")})
+    assert refusal(caught) == STORE_TIMED_OUT
+    assert (runner.live_count, runner.parked_count()) == (1, 1)  # still waiting for "a"
+    hanging.hang.clear()
+    assert list((await get(client, task_id))["inputRequests"]) == ["a"]
+    assert await update(client, task_id, {"a": answer("1")}) == ACK  # the retry delivers
+    assert (await settle(client, task_id))["result"]["content"][0]["text"] == "1"
+    assert (runner.live_count, await hanging.count()) == (0, 1)
+
+
+async def test_a_cancel_the_store_never_records_is_retryable_and_recorded_later(
+    on_hanging: Client,
+    hanging: HangingStore,
+    world: World,
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    client, runner = on_hanging, tasks_of(on_hanging).runner
+    task_id = await create(client, "sleepy")
+    await world.entered.wait()
+    hanging.hang.add("compare_and_set")
+    with pytest.raises(RpcError) as caught:
+        await client.request("tasks/cancel", {"taskId": task_id})
+    assert refusal(caught) == STORE_TIMED_OUT
+    assert world.log == ["finally"]  # the task was cancelled; its record is not yet
+    assert (runner.live_count, runner.unsettled_count) == (0, 1)
+    hanging.hang.clear()
+    await trio.sleep(OFFERED_AGAIN)
+    assert (await get(client, task_id))["status"] == "cancelled"
+    assert runner.unsettled_count == 0
 
 
 async def test_input_size_limit(world: World, clock: FakeClock) -> None:

@@ -409,6 +409,29 @@ async def test_a_failed_task_is_an_error_span(spans: Spans) -> None:
     assert status_of(task) == (StatusCode.ERROR, "no such thing")
 
 
+async def test_the_answers_a_task_update_ignored_are_named_on_its_span(spans: Spans) -> None:
+    """Answers a task was not waiting for are acknowledged with nothing said on the wire;
+    the operator finds them on the request's span."""
+    release = trio.Event()
+    async with open_client(traced_server(spans.provider, release)) as client:
+        task_id = await create(client, "held", {}, "c")
+        ack = await client.update_task(task_id, {"stray": {"x": 1}, "other": {}})
+        assert ack["resultType"] == "complete"
+        assert list(ack["_meta"]) == ["io.modelcontextprotocol/serverInfo"]
+        release.set()
+        with trio.fail_after(5):
+            assert (await client.wait_task(task_id))["status"] == "completed"
+        await client.update_task(task_id, {"late": {}})  # the task has ended
+    updates = [s for s in spans.finished() if s.name == "tasks/update"]
+    assert [dict(s.attributes or {}).get("mcp.task.ignored_input_keys") for s in updates] == [
+        ("other", "stray"),
+        ("late",),
+    ]
+    assert all(status_of(s) == (StatusCode.UNSET, None) for s in updates)  # not errors
+    polls = [s for s in spans.finished() if s.name == "tasks/get"]
+    assert not any("mcp.task.ignored_input_keys" in (s.attributes or {}) for s in polls)
+
+
 # ---------------------------------------------------------------------- failures and cost
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
@@ -103,6 +104,51 @@ async def test_parked_input_is_a_channel_per_key(
     assert done is not None and done.status is Status.COMPLETED
     assert done.result is not None and set(done.result["answers"]) == {"a", "b"}
     assert runner.parked_count() == 0 and len(runner.nursery.child_tasks) == 0
+
+
+ROOTS = {"method": "roots/list"}
+
+
+@pytest.mark.parametrize("ending", ["the tool gives up", "tasks/cancel", "the TTL", "shutdown"])
+async def test_a_round_is_withdrawn_only_when_its_task_goes_on(
+    mock_clock: trio.testing.MockClock, ending: str
+) -> None:
+    """A wait that ends while the task goes on withdraws its keys (one more write); one
+    that ends with its task goes straight to the task's end, as before."""
+    mock_clock.autojump_threshold = 0
+    seen: list[tuple[Status, list[str]]] = []
+    runner = TaskRunner(
+        MemoryTaskStore(),
+        lambda: int(trio.current_time() * 1000),
+        lambda record: seen.append((record.status, sorted(record.input_requests))),
+    )
+
+    async def work(handle: TaskHandle) -> Mapping[str, Any]:
+        with trio.move_on_after(10 if ending == "the tool gives up" else math.inf):
+            await handle.provide(None, {"a": ROOTS, "b": ROOTS})
+        await trio.sleep(1)  # works on, without the answers
+        return {"resultType": "complete", "content": []}
+
+    async with trio.open_nursery() as nursery:
+        await nursery.start(runner.serve)
+        await launch(runner, "t", work, ttl_ms=20_000 if ending == "the TTL" else None)
+        await trio.testing.wait_all_tasks_blocked()
+        if ending == "tasks/cancel":
+            await runner.cancel("t")
+        elif ending == "shutdown":
+            nursery.cancel_scope.cancel()
+        else:
+            await trio.sleep(30)
+        nursery.cancel_scope.cancel()
+    final = {
+        "the tool gives up": Status.COMPLETED,
+        "tasks/cancel": Status.CANCELLED,
+        "the TTL": Status.FAILED,
+        "shutdown": Status.FAILED,
+    }[ending]
+    withdrawn = [(Status.WORKING, [])] if ending == "the tool gives up" else []
+    assert seen == [(Status.INPUT_REQUIRED, ["a", "b"]), *withdrawn, (final, [])]
+    assert runner.live_count == 0
 
 
 async def test_the_ttl_bounds_the_work(

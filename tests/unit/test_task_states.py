@@ -20,6 +20,7 @@ from presa_trio.ext.tasks._states import (
     Failed,
     InputRequested,
     InputsAccepted,
+    InputsWithdrawn,
     InvalidTransition,
     KeyReused,
     Status,
@@ -53,6 +54,7 @@ EVERY_EVENT: list[TaskEvent] = [
     asking("a"),
     InputRequested({}),
     InputsAccepted(frozenset({"a"})),
+    InputsWithdrawn(frozenset({"a"})),
     Completed(RESULT),
     Failed(ERROR),
     CancelRequested(),
@@ -301,6 +303,20 @@ def test_cancelled_default_message_and_clears_inputs(start: TaskRecord) -> None:
     assert after.result is None and after.error is None
 
 
+def test_withdrawn_keys_stop_being_outstanding_and_stay_used() -> None:
+    """A round the tool stopped waiting for (SEP-2663 "superseded"): its keys leave the
+    record, the task works on, and asking them again is still a reuse."""
+    before = waiting("a", "b")
+    some = apply(before, InputsWithdrawn(frozenset({"a", "zzz"})), T0 + 20)
+    assert (some.status, dict(some.input_requests)) == (Status.INPUT_REQUIRED, {"b": ASK})
+    every = apply(some, InputsWithdrawn(frozenset({"b"})), T0 + 30)
+    assert (every.status, dict(every.input_requests)) == (Status.WORKING, {})
+    assert every.used_keys == {"a", "b"} and every.revision == 3
+    assert apply(every, InputsWithdrawn(frozenset({"a"})), T0 + 40) is every  # nothing pending
+    with pytest.raises(KeyReused):
+        apply(every, asking("a"), T0 + 50)
+
+
 def test_cancelled_custom_message() -> None:
     assert apply(rec(), CancelRequested("user hit stop"), T0).status_message == "user hit stop"
 
@@ -342,6 +358,7 @@ KEYS = st.sampled_from("abcd")
 events: st.SearchStrategy[TaskEvent] = st.one_of(
     st.dictionaries(KEYS, st.just(ASK), max_size=3).map(InputRequested),
     st.frozensets(st.sampled_from("abcdx"), max_size=3).map(InputsAccepted),
+    st.frozensets(st.sampled_from("abcdx"), max_size=3).map(InputsWithdrawn),
     st.just(Completed(RESULT)),
     st.just(Failed(ERROR)),
     st.builds(CancelRequested, st.sampled_from(["Cancellation requested", "stop"])),
@@ -409,7 +426,7 @@ def test_random_sequences_match_a_simple_model(seq: list[TaskEvent]) -> None:
             pending |= set(event.requests)
             used |= set(event.requests)
             status = Status.INPUT_REQUIRED if pending else status
-        elif isinstance(event, InputsAccepted):
+        elif isinstance(event, InputsAccepted | InputsWithdrawn):
             pending -= event.keys
             status = Status.INPUT_REQUIRED if pending else Status.WORKING
         elif isinstance(event, Completed):

@@ -26,6 +26,7 @@ from task_records import record
 from presa_trio._postgres import PostgresDatabase
 from presa_trio.backends import SqlDatabase, SqliteDatabase
 from presa_trio.errors import CapacityExceeded
+from presa_trio.ext.tasks import _store
 from presa_trio.ext.tasks._sql_store import SqlTaskStore, encode
 from presa_trio.ext.tasks._states import (
     CancelRequested,
@@ -35,7 +36,7 @@ from presa_trio.ext.tasks._states import (
     TaskRecord,
     apply,
 )
-from presa_trio.ext.tasks._store import Limits, MemoryTaskStore, TaskStore
+from presa_trio.ext.tasks._store import Limits, MemoryTaskStore, TaskStore, payload_bytes
 from presa_trio.ext.tasks.testing import check_task_store
 
 StoreFactory = Callable[[], TaskStore]
@@ -276,6 +277,105 @@ async def test_max_tasks_is_checked_with_per_scope_limit(store: TaskStore) -> No
     with pytest.raises(CapacityExceeded) as caught:
         await store.create(rec("c", principal="z"), limits)
     assert caught.value.limit == "max_tasks"
+
+
+# ------------------------------------------------------------ max_stored_bytes
+
+
+def bytes_only(most: int, reserve: int = 0) -> Limits:
+    return Limits(
+        max_tasks=None,
+        max_stored_per_principal=None,
+        max_active_per_principal=None,
+        max_stored_bytes=most,
+        active_task_reserve_bytes=reserve,
+    )
+
+
+def result_of(size: int) -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": "x" * size}], "isError": False}
+
+
+def test_the_byte_bound_counts_the_payloads_as_the_wire_writes_them() -> None:
+    asked = apply(rec(), InputRequested({"k": {"method": "roots/list"}}), T0 + 1)
+    assert payload_bytes(rec()) == 0
+    assert payload_bytes(asked) == len(b'{"k":{"method":"roots/list"}}')
+    finished = apply(asked, Completed(result_of(100)), T0 + 2)  # the questions are dropped
+    assert payload_bytes(finished) == len(json.dumps(result_of(100), separators=(",", ":")))
+    failed = apply(asked, CancelRequested(), T0 + 2)
+    assert payload_bytes(failed) == 0
+    odd = replace(rec(), input_requests={"k": {"at": float("nan")}})  # not JSON: still counted
+    assert payload_bytes(odd) > 0
+
+
+def test_the_byte_bound_reserves_room_for_every_running_task() -> None:
+    limits = bytes_only(1_000, reserve=300)
+    assert limits.refusal(0, 0, 0, stored_bytes=100, active=2) is None  # 100 + 3 * 300
+    assert limits.refusal(0, 0, 0, stored_bytes=101, active=2) == "max_stored_bytes"
+    assert limits.refusal(0, 0, 0, stored_bytes=1_000, active=3) == "max_stored_bytes"
+    assert limits.refusal(0, 0, 0, stored_bytes=None, active=10**6) is None  # not counted
+    assert replace(limits, max_stored_bytes=None).refusal(0, 0, 0, stored_bytes=10**12) is None
+    assert Limits().max_stored_bytes == 256 * 1024 * 1024
+
+
+async def test_the_memory_store_keeps_the_byte_bound() -> None:
+    store = MemoryTaskStore()
+    limits = bytes_only(1_000, reserve=200)
+    await store.create(rec("a"), limits)
+    await store.create(rec("b"), limits)
+    assert store.stored_bytes == 0
+    a = await store.get("a")
+    assert a is not None
+    finished = apply(a, Completed(result_of(500)), T0 + 1)
+    size = payload_bytes(finished)
+    assert 1_000 - 3 * 200 < size <= 1_000 - 2 * 200
+    assert await store.compare_and_set(finished, a.revision)
+    assert store.stored_bytes == size
+    await store.create(rec("c"), limits)  # one result, and the reserves of "b" and "c"
+    with pytest.raises(CapacityExceeded) as caught:  # ... and of "d": past 1,000
+        await store.create(rec("d"), limits)
+    assert caught.value.limit == "max_stored_bytes" and await store.get("d") is None
+    b = await store.get("b")
+    assert b is not None
+    assert await store.compare_and_set(apply(b, CancelRequested(), T0 + 1), b.revision)
+    await store.create(rec("d"), limits)  # a task that ended gave its reserve back
+    assert await store.delete_expired(T0 + 60_000) == 4
+    assert store.stored_bytes == 0
+
+
+async def test_the_memory_store_measures_a_record_only_when_a_payload_changes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    measured: list[str] = []
+    measure = _store.payload_bytes
+
+    def counting(task: TaskRecord) -> int:
+        measured.append(task.task_id)
+        return measure(task)
+
+    monkeypatch.setattr(_store, "payload_bytes", counting)
+    store = MemoryTaskStore()
+    task = rec()
+    await store.create(task, UNLIMITED)
+    assert measured == ["t-1"]
+    moved = replace(task, status_message="step 2", revision=1)  # no payload replaced
+    assert await store.compare_and_set(moved, 0)
+    for _ in range(3):
+        await store.get("t-1")  # a tasks/get measures nothing
+    assert measured == ["t-1"]
+    assert await store.compare_and_set(apply(moved, Completed(RESULT), T0 + 1), 1)
+    assert measured == ["t-1", "t-1"]
+
+
+@pytest.mark.parametrize("make", [sqlite_stores], ids=["sqlite"])
+async def test_a_store_on_a_database_does_not_apply_the_byte_bound(
+    make: Callable[[Path], StoreFactory], tmp_path: Path
+) -> None:
+    """Its records are on disk: ``Limits.max_stored_bytes`` bounds the process's memory."""
+    store = make(tmp_path)()
+    for n in range(3):
+        await store.create(rec(f"t{n}"), bytes_only(1, reserve=1_000))
+    assert await store.count() == 3
 
 
 def traced_statements(database: SqliteDatabase) -> list[str]:

@@ -9,6 +9,7 @@ and the run's store. It imports only public presa_trio modules.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import logging
 import secrets
@@ -52,8 +53,10 @@ REQUIRED: dict[str, Any] = {"extensions": {_wire.EXTENSION_ID: {}}}
 #: How long after its TTL an expired record stays stored (invisible) before the reaper
 #: deletes it: longer than the runner takes to record a running task's expiry.
 REAP_GRACE_MS = 10_000
-#: In a tasks/update acknowledgement, the answer keys the task was not waiting for.
-IGNORED_KEYS = "io.github.presa-trio/ignoredInputKeys"
+#: The span attribute naming the answer keys a tasks/update ignored (on the request's span).
+IGNORED_KEYS_ATTRIBUTE = "mcp.task.ignored_input_keys"
+MAX_SHOWN_KEYS = 16  # a log record or span attribute names at most this many ignored keys,
+MAX_SHOWN_KEY_CHARS = 64  # each cut to this many characters: a client chooses them
 
 
 def _unknown() -> InvalidParams:
@@ -85,7 +88,9 @@ class TasksExtension(Extension):
     ``store``, each run keeps its tasks in memory. A task's input is at most
     ``max_input_bytes`` of JSON (an optional tool given more runs synchronously instead; a
     required one is refused), its result at most ``max_result_bytes`` (a larger one fails
-    the task), so what the store holds is bounded.
+    the task), so what the store holds is bounded: ``limits`` bounds it in count and, for
+    the in-memory store, in bytes (``Limits.max_stored_bytes``, whose per-task reserve is
+    set to ``max_result_bytes``).
     ``require_name_header=False`` admits ``tasks/*`` requests that carry no ``Mcp-Name``
     header, as today's Python SDK and FastMCP clients send them (the spec says a client MUST
     send it; strict is the default, and a header that is present and wrong is refused
@@ -113,7 +118,11 @@ class TasksExtension(Extension):
         self.store = store
         self.ttl_ms = ttl_ms
         self.poll_interval_ms = poll_interval_ms
-        self.limits = limits if limits is not None else Limits()
+        # What a running task may still add to the store is its result: the byte bound
+        # reserves that much for each (see ``Limits``).
+        self.limits = dataclasses.replace(
+            limits if limits is not None else Limits(), active_task_reserve_bytes=max_result_bytes
+        )
         self.max_input_bytes = max_input_bytes
         self.max_result_bytes = max_result_bytes
         self._principal = principal
@@ -310,6 +319,15 @@ class TasksExtension(Extension):
         return _wire.detailed(record)
 
     async def _update(self, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+        """Deliver the answers to the keys the task is waiting for (SEP-2663); acknowledge.
+
+        An answer to a key that is not outstanding (never asked, answered already, or
+        withdrawn because the tool stopped waiting for it), and any answer to a task that
+        has ended, is ignored and acknowledged all the same (SEP-2663 "SHOULD ignore";
+        T§4.3): the client learns nothing it could not read with ``tasks/get``. Operators see
+        the ignored keys in a debug record and on the request's span. Malformed answers, and
+        an answer to an outstanding key that is not its request's result type, are -32602.
+        """
         responses = params.get("inputResponses")
         if not isinstance(responses, dict):
             raise InvalidParams("tasks/update requires an inputResponses object")
@@ -318,16 +336,16 @@ class TasksExtension(Extension):
         run: _Run = ctx.service(self)
         record = await self._lookup(run, ctx, params)
         _require_tool_scopes(run, ctx, record)
-        if record.terminal:  # a clearly invalid request deserves an error (SEP-2663)
-            raise InvalidParams(
-                f"Task is {record.status.value}; it takes no more input",
-                {"status": record.status.value},
-            )
+        if record.terminal:
+            why = f"the task is {record.status.value}"
+            _report_ignored(run, record.task_id, responses.keys(), why)
+            return {}
         run.context.check_input_responses(record.input_requests, responses)
         accepted = await run.runner.deliver(record.task_id, responses, record.owner)
-        ignored = sorted(responses.keys() - accepted)
-        # Answers the task was not waiting for are acknowledged (SEP-2663) but not hidden.
-        return {"_meta": {IGNORED_KEYS: ignored}} if ignored else {}
+        ignored = responses.keys() - accepted
+        if ignored:
+            _report_ignored(run, record.task_id, ignored, "not outstanding")
+        return {}
 
     async def _cancel(self, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
         run: _Run = ctx.service(self)
@@ -345,6 +363,18 @@ def _require_tool_scopes(run: _Run, ctx: Context, record: TaskRecord) -> None:
     tool = run.context.tool(record.tool)
     if tool is not None and tool.scopes:
         ctx.require_scopes(*tool.scopes)
+
+
+def _report_ignored(run: _Run, task_id: str, keys: Iterable[str], why: str) -> None:
+    """Say which answers a ``tasks/update`` ignored: to operators, never on the wire."""
+    ordered = sorted(keys)
+    shown = [key[:MAX_SHOWN_KEY_CHARS] for key in ordered[:MAX_SHOWN_KEYS]]
+    if len(ordered) > MAX_SHOWN_KEYS:
+        shown.append(f"... and {len(ordered) - MAX_SHOWN_KEYS} more")
+    logger.debug("tasks/update of task %s ignored input keys %s: %s", task_id, shown, why)
+    tracing = run.context.tracing
+    if tracing is not None:
+        tracing.annotate(IGNORED_KEYS_ATTRIBUTE, shown)
 
 
 def _store_down_is_logged() -> contextlib.AbstractContextManager[None]:

@@ -34,6 +34,7 @@ from ._states import (
     Failed,
     InputRequested,
     InputsAccepted,
+    InputsWithdrawn,
     Stopped,
     TaskEvent,
     TaskRecord,
@@ -51,20 +52,22 @@ CANCEL_WAIT_SECONDS = 5.0  # how long tasks/cancel waits for the tool's cleanup 
 REMOTE_SECONDS = CANCEL_WAIT_SECONDS + 2.0  # bound on asking the worker that runs a task
 CANCEL_TOPIC = "tasks.cancel"  # another worker asks this one to cancel a task it runs
 DELIVER_TOPIC = "tasks.deliver"  # ... or to deliver answers to a task parked here
-COMMIT_SECONDS = 5.0  # bound on recording a task's outcome (shielded, all attempts)
+COMMIT_SECONDS = 5.0  # bound on every shielded store call (recording an outcome: all attempts)
 COMMIT_RETRY_SECONDS = (0.05, 0.25, 1.0)  # pauses between attempts when the store fails
 RESETTLE_SECONDS = 5.0  # how often outcomes the store refused are offered to it again
 _NO_ANSWERS: Mapping[str, Any] = MappingProxyType({})  # what most tasks start with
 _STOPPED = Stopped()  # what stands for a task whose runner is cancelled
+#: What a record the store may have kept from a creation that timed out is failed with.
+_NOT_STARTED = Failed(InternalError("The server could not start this task").to_error())
 
 
 @dataclass(eq=False, slots=True)
 class _Live:
     """The trio side of one task; never stored. It exists before the task's record does.
 
-    ``scope`` is the task's nursery's cancel scope once the task runs (None until then);
-    its deadline is the task's TTL, so ``cancelled`` tells a client's ``tasks/cancel`` from
-    an expiry. ``done`` is made by the first ``tasks/cancel`` that waits for the task's
+    ``nursery`` is the task's nursery once the task runs (None until then); the deadline of
+    its cancel scope is the task's TTL, so ``cancelled`` tells a client's ``tasks/cancel``
+    from an expiry. ``done`` is made by the first ``tasks/cancel`` that waits for the task's
     end: most tasks never need one. ``written`` is the record as this runner last stored
     it, where ``commit`` starts from: the one copy of it a running task keeps.
     """
@@ -72,7 +75,7 @@ class _Live:
     answered: Mapping[str, Any]  # answers the creating request already carried (T§6.2)
     deadline: float  # the TTL, on trio's clock
     written: TaskRecord
-    scope: trio.CancelScope | None = None
+    nursery: trio.Nursery | None = None
     parked: dict[str, trio.MemorySendChannel[tuple[str, Any]]] = field(default_factory=dict)
     cancelled: bool = False
     done: trio.Event | None = None
@@ -80,13 +83,13 @@ class _Live:
     def cancel(self) -> None:
         """Cancel the task: at once if it runs, at its start if it has not run yet."""
         self.cancelled = True
-        if self.scope is not None:
-            self.scope.cancel()
+        if self.nursery is not None:
+            self.nursery.cancel_scope.cancel()
 
     @property
     def expired(self) -> bool:
         """The TTL ended the task (its nursery also cancels itself when a child fails)."""
-        caught = self.scope is not None and self.scope.cancelled_caught
+        caught = self.nursery is not None and self.nursery.cancel_scope.cancelled_caught
         return caught and trio.current_time() >= self.deadline
 
 
@@ -191,11 +194,21 @@ class TaskRunner:
         await trio.lowlevel.checkpoint()
         for task_id, outcome in list(self._unsettled.items()):
             try:
-                await self.commit(task_id, outcome)
+                recorded = await self._commit_within_bound(task_id, outcome, shield=False)
             except Exception:
-                return  # the store still fails: next time
-            del self._unsettled[task_id]
-            logger.info("the outcome of task %s is recorded at last", task_id)
+                return  # the store still fails, or does not answer in time: next time
+            self._unsettled.pop(task_id, None)
+            if recorded is not None:  # (None: no such record, as after most timeouts)
+                logger.info("the outcome of task %s is recorded at last", task_id)
+
+    async def _commit_within_bound(
+        self, task_id: str, event: TaskEvent, *, shield: bool = True
+    ) -> TaskRecord | None:
+        """``commit``, shielded (unless told) and bounded; ``ServiceUnavailable`` when the
+        store does not answer in time."""
+        with trio.move_on_after(COMMIT_SECONDS, shield=shield):
+            return await self.commit(task_id, event)
+        raise ServiceUnavailable("The task store did not answer in time; retry")
 
     async def launch(
         self,
@@ -210,7 +223,9 @@ class TaskRunner:
         store has it, the task is spawned into the runner nursery with no checkpoint in between.
         Storing and spawning happen under a shield, together: a creating request cancelled
         half-way (its client went away) can neither leave a record with no work behind it
-        nor work with no record. A refusal (capacity, a store error) raises here.
+        nor work with no record. A refusal (capacity, a store error) raises here, and so does
+        a store that does not answer within ``COMMIT_SECONDS`` (the retryable
+        ``ServiceUnavailable``): a hung store holds no request for longer.
 
         The task is spawned, not started with ``nursery.start``: the record is the proof
         that it exists, and a ``tasks/cancel`` before it first runs stops it at its first
@@ -223,17 +238,31 @@ class TaskRunner:
         self._live[record.task_id] = live
         task = (record.task_id, work, live)
         with trio.CancelScope(shield=True):
+            stored = False
             try:
-                await self.store.create(record, limits)
+                with trio.move_on_after(COMMIT_SECONDS):
+                    await self.store.create(record, limits)
+                    stored = True
             except BaseException:
                 del self._live[record.task_id]
                 raise
+            if not stored:
+                # The bound cancelled the creation. A store that keeps the contract stored
+                # nothing then (a call cancelled before its effect leaves the store as it
+                # was; one whose effect happened completes, and ``stored`` is True: the work
+                # is spawned below, the client gets its task). A store that broke it may
+                # hold the record now, with no work behind it: that record is failed, as a
+                # finished task's outcome the store refused is recorded, by ``_resettle``
+                # once the store answers (no such record: nothing to do). Either way the
+                # client is told to retry, and no task is left "working" with nothing running.
+                del self._live[record.task_id]
+                self._unsettled[record.task_id] = _NOT_STARTED
+                raise ServiceUnavailable("The task store did not answer in time; retry")
             try:
                 nursery.start_soon(self._run_attended if self._shared else self._run, *task)
             except RuntimeError:  # the runner closed while the record was stored: the run ends
                 del self._live[record.task_id]
-                with trio.move_on_after(COMMIT_SECONDS):
-                    await self._settle(record.task_id, Stopped())
+                await self._settle_within_bound(record.task_id, Stopped())
                 raise ServiceUnavailable(
                     "Server is shutting down; no new tasks are accepted"
                 ) from None
@@ -264,8 +293,7 @@ class TaskRunner:
             for send in live.parked.values():  # release any channel still parked
                 send.close()
             live.parked.clear()
-            with trio.move_on_after(COMMIT_SECONDS, shield=True):
-                await self._settle(task_id, outcome)
+            await self._settle_within_bound(task_id, outcome)
             del self._live[task_id]
             if live.done is not None:
                 live.done.set()
@@ -296,6 +324,15 @@ class TaskRunner:
                     span.fail("tool_error")
         finally:
             span.end()
+
+    async def _settle_within_bound(self, task_id: str, outcome: TaskEvent) -> None:
+        """``_settle``, shielded and bounded: a store that does not answer in time gets the
+        outcome offered again later, as one that refused it does."""
+        with trio.move_on_after(COMMIT_SECONDS, shield=True) as bound:
+            await self._settle(task_id, outcome)
+        if bound.cancelled_caught:
+            logger.error("the task store did not record the outcome of task %s in time", task_id)
+            self._unsettled[task_id] = outcome
 
     async def _settle(self, task_id: str, outcome: TaskEvent) -> None:
         """Record a task's outcome, retrying a failing store a few times (the caller bounds
@@ -336,7 +373,7 @@ class TaskRunner:
         result: Mapping[str, Any] | None = None
         try:
             async with trio.open_nursery() as nursery:
-                live.scope = scope = nursery.cancel_scope
+                live.nursery, scope = nursery, nursery.cancel_scope
                 scope.deadline = live.deadline
                 if live.cancelled or trio.current_time() >= live.deadline:
                     scope.cancel()  # cancelled, or expired, before it first ran: no work
@@ -364,7 +401,10 @@ class TaskRunner:
         """``Context.input`` inside a task: park until every request has an answer.
 
         The task shows the pending requests as ``inputRequests`` until ``tasks/update``
-        delivers into their channels.
+        delivers into their channels. A wait that ends without all its answers while the
+        task goes on (the tool's own ``move_on_after`` around ``ctx.input``, say) withdraws
+        the keys still unanswered: the record stops showing them, and an answer to them is
+        ignored (SEP-2663 "superseded").
         """
         live = self._live[task_id]  # only the task's own work asks, while it runs
         found: dict[str, Any] = {}
@@ -382,16 +422,36 @@ class TaskRunner:
         send, receive = trio.open_memory_channel[tuple[str, Any]](len(missing))
         for key in missing:
             live.parked[key] = send
+        asked = False
         with receive:
             try:
                 await self.commit(task_id, InputRequested(missing))
+                asked = True
                 for _ in missing:
                     key, answer = await receive.receive()
                     found[key] = answer
             finally:
-                for key in missing:
-                    live.parked.pop(key, None)
+                # What is still parked was not answered (an answer claims its key first)
+                unanswered = [key for key in missing if live.parked.pop(key, None) is not None]
+                if asked and unanswered and live.nursery is not None:
+                    live.nursery.start_soon(self._withdraw, task_id, frozenset(unanswered))
         return found
+
+    async def _withdraw(self, task_id: str, keys: frozenset[str]) -> None:
+        """Record that the task no longer waits for ``keys`` (``InputsWithdrawn``).
+
+        It runs in the task's nursery, after the wait it follows: when the task itself is
+        ending (cancelled, expired, failing, or its runner stopping), it is cancelled at its
+        first checkpoint and writes nothing, since the terminal record drops every pending
+        request anyway; only a task that goes on has its record changed, shielded and
+        bounded as every commit here. A store that fails is logged, and the task goes on.
+        """
+        await trio.lowlevel.checkpoint()
+        with (
+            error_boundary(f"withdrawing input keys of task {task_id}", logger),
+            trio.move_on_after(COMMIT_SECONDS, shield=True),
+        ):
+            await self.commit(task_id, InputsWithdrawn(keys))
 
     async def commit(self, task_id: str, event: TaskEvent) -> TaskRecord | None:
         """Apply ``event`` with compare-and-set, retrying on conflict; None if the task is gone.
@@ -439,8 +499,11 @@ class TaskRunner:
 
         Accepting (the commit) and waking (the channel sends) happen together, shielded:
         a request cancelled half-way cannot mark inputs accepted that no waiter received.
-        A task parked in another worker (``owner``) gets them there: that worker delivers
-        into its channels and says which keys it accepted.
+        A store that does not answer within ``COMMIT_SECONDS`` is the retryable
+        ``ServiceUnavailable``, and nothing is accepted (a store keeping the contract
+        completes a write it made, and then the answers are delivered). A task parked in
+        another worker (``owner``) gets them there: that worker delivers into its channels
+        and says which keys it accepted.
         """
         live = self._live.get(task_id)
         if live is None and self._elsewhere(owner):
@@ -450,12 +513,12 @@ class TaskRunner:
         if live is None:
             await trio.lowlevel.checkpoint()
             return frozenset()
-        with trio.CancelScope(shield=True):
+        with trio.move_on_after(COMMIT_SECONDS, shield=True):
             current = await self.store.get(task_id)
             pending = current.input_requests.keys() if current is not None else frozenset()
             # Claim the channels now, with no checkpoint between the check and the claim: of
             # several updates answering one key, exactly one delivers; the others learn that
-            # their answer was not used (it is reported as ignored).
+            # their answer was not used (it is ignored).
             claimed = {
                 k: live.parked.pop(k) for k in responses if k in pending and k in live.parked
             }
@@ -472,8 +535,9 @@ class TaskRunner:
                     send.send_nowait((key, responses[key]))
                     delivered.add(key)
                 except (trio.BrokenResourceError, trio.ClosedResourceError):
-                    pass  # the task ended (cancelled, say) as the answer arrived: unused
-        return frozenset(delivered)
+                    pass  # the wait ended (cancelled, say) as the answer arrived: unused
+            return frozenset(delivered)
+        raise ServiceUnavailable("The task store did not answer in time; retry")
 
     def _elsewhere(self, owner: str) -> bool:
         return self.backend is not None and self.backend.shared and owner != self.worker_id
@@ -508,7 +572,9 @@ class TaskRunner:
         it. A task running in another worker (``owner``) is cancelled there, in the same
         order, and acknowledged here after. As with any trio cancellation, code that runs
         before the task's next checkpoint still runs: a tool must not put irreversible
-        effects after its last ``await``.
+        effects after its last ``await``. A store that does not record the cancellation
+        within ``COMMIT_SECONDS`` is the retryable ``ServiceUnavailable`` (a task running
+        here still records its end by itself once the store answers).
         """
         live = self._live.get(task_id)
         if live is not None:
@@ -525,6 +591,5 @@ class TaskRunner:
         # A no-op when the task recorded its end; a task that ended while the store refused
         # its outcome gets that outcome now, not "cancelled" (it had finished).
         outcome = self._unsettled.get(task_id, CancelRequested())
-        with trio.CancelScope(shield=True):
-            await self.commit(task_id, outcome)
+        await self._commit_within_bound(task_id, outcome)
         self._unsettled.pop(task_id, None)

@@ -103,6 +103,16 @@ class InputsAccepted:
 
 @final
 @dataclass(frozen=True, slots=True)
+class InputsWithdrawn:
+    """The tool stopped waiting for these keys without their answers (its own timeout
+    around ``ctx.input``, say): they are no longer outstanding (SEP-2663 "superseded"), and
+    an answer to them is ignored. Like ``InputsAccepted``, it never frees a key for reuse."""
+
+    keys: frozenset[str]
+
+
+@final
+@dataclass(frozen=True, slots=True)
 class Completed:
     result: Mapping[str, Any]
 
@@ -138,7 +148,14 @@ class Stopped:
 
 
 TaskEvent = (
-    InputRequested | InputsAccepted | Completed | Failed | CancelRequested | Expired | Stopped
+    InputRequested
+    | InputsAccepted
+    | InputsWithdrawn
+    | Completed
+    | Failed
+    | CancelRequested
+    | Expired
+    | Stopped
 )
 
 
@@ -146,7 +163,8 @@ def apply(task: TaskRecord, event: TaskEvent, now_ms: int) -> TaskRecord:
     """The task after ``event``; the same object when the event changes nothing.
 
     A terminal task ignores every event. Asking again for a key already used raises
-    ``KeyReused``; accepting keys that are not pending is a no-op for those keys.
+    ``KeyReused``; accepting (or withdrawing) keys that are not pending is a no-op for those
+    keys.
     """
     if task.terminal:
         return task
@@ -167,7 +185,7 @@ def apply(task: TaskRecord, event: TaskEvent, now_ms: int) -> TaskRecord:
             input_requests=pending,
             used_keys=_shared(task.used_keys | frozenset(event.requests)),
         )
-    if isinstance(event, InputsAccepted):
+    if isinstance(event, InputsAccepted | InputsWithdrawn):  # answered, or no longer awaited
         matched = event.keys & task.input_requests.keys()
         if not matched:
             return task

@@ -14,6 +14,7 @@ from typing import Protocol, final
 import trio
 
 from ...errors import CapacityExceeded
+from ...extensions import to_json
 from ._states import TaskRecord
 
 
@@ -25,23 +26,58 @@ class Limits:
     ``max_stored_per_principal`` counts every stored task of a principal, finished ones too
     (they hold their slot until their TTL), so no principal can fill the whole store and lock
     the others out; ``max_active_per_principal`` bounds the ones still running or parked.
+
+    ``max_stored_bytes`` bounds what a store that holds tasks in memory keeps (256 MiB by
+    default, where ``max_tasks`` alone let 10,000 results of 256 KiB take 2.5 GB). It counts
+    the payloads of every stored record, as the JSON the wire carries: its result, its error
+    and its pending input requests (a record holds no input arguments; the rest of it is a
+    few hundred bytes, bounded by ``max_tasks``). Results arrive after creation, so each
+    task still running or parked also holds ``active_task_reserve_bytes``, what its outcome
+    may still add: a creation is refused while the bytes stored plus the reserves of the
+    running tasks and the new one would pass the bound. The total held then stays within
+    ``max_stored_bytes``, give or take what the server's own code writes beyond a result:
+    the questions parked tasks ask and the errors failed tasks keep, counted as they come
+    (their size is the tools' doing, not a client's). ``TasksExtension`` sets the
+    reserve to its ``max_result_bytes``, the most a result may be (whatever the ``Limits``
+    it is given say); by default at most 1,024
+    tasks run at once in memory (256 MiB / 256 KiB): to run more, raise the bound or lower
+    ``max_result_bytes``. The stores on a database (``SqlTaskStore``) keep their records on
+    disk, not in the process, and do not apply this bound (the count limits they do).
     """
 
     max_tasks: int | None = 10_000
     max_stored_per_principal: int | None = 1_000
     max_active_per_principal: int | None = 1_000
+    max_stored_bytes: int | None = 268_435_456
+    active_task_reserve_bytes: int = 262_144
 
     def refusal(
-        self, stored: int, stored_by_principal: int, active_by_principal: int
+        self,
+        stored: int,
+        stored_by_principal: int,
+        active_by_principal: int,
+        *,
+        stored_bytes: int | None = None,
+        active: int = 0,
     ) -> str | None:
-        """Which limit a new task would break, given the counts before it; None if none."""
+        """Which limit a new task would break, given the counts before it; None if none.
+
+        ``stored_bytes`` and ``active`` (every principal's running or parked tasks) are what
+        ``max_stored_bytes`` is checked against; a store that does not count bytes passes
+        None, and the bound does not apply to it.
+        """
         if self.max_tasks is not None and stored >= self.max_tasks:
             return "max_tasks"
+        most = self.max_stored_bytes
+        if most is not None and stored_bytes is not None:
+            reserved = (active + 1) * self.active_task_reserve_bytes
+            if stored_bytes + reserved > most:
+                return "max_stored_bytes"
         per_principal = self.max_stored_per_principal
         if per_principal is not None and stored_by_principal >= per_principal:
             return "max_stored_tasks_per_principal"
-        active = self.max_active_per_principal
-        if active is not None and active_by_principal >= active:
+        active_quota = self.max_active_per_principal
+        if active_quota is not None and active_by_principal >= active_quota:
             return "max_active_tasks_per_principal"
         return None
 
@@ -61,7 +97,9 @@ class TaskStore(Protocol):
       unchanged; once the effect happened the call completes. Never half a record.
     - **Compare-and-set is atomic**: of several ``compare_and_set`` calls at the same revision,
       exactly one succeeds, whatever the concurrency.
-    - ``create`` checks ``limits`` in the same atomic step that stores the record.
+    - ``create`` checks ``limits`` in the same atomic step that stores the record (the
+      count limits; ``max_stored_bytes`` is for stores that hold their records in memory,
+      and one that keeps them on disk may ignore it).
     - Records come back equal to what was stored (``TaskRecord`` is plain data).
     """
 
@@ -87,13 +125,23 @@ class MemoryTaskStore:
 
     Each write checkpoints first and then acts without yielding, which is what makes it
     atomic and all-or-nothing under cancellation; each read checks for cancellation and
-    answers at once.
+    answers at once. It keeps ``Limits.max_stored_bytes``: a record's payloads are measured
+    when it is created and when a change replaces one of them (a result, an error, a round
+    of input requests), never when it is read.
     """
 
     def __init__(self) -> None:
         self._tasks: dict[str, TaskRecord] = {}
         self._stored: dict[str, int] = {}  # principal -> stored tasks
         self._active: dict[str, int] = {}  # principal -> non-terminal tasks
+        self._active_total = 0  # non-terminal tasks, every principal's
+        self._sizes: dict[str, int] = {}  # task id -> its payload bytes (when not 0)
+        self._bytes = 0  # the sum of _sizes
+
+    @property
+    def stored_bytes(self) -> int:
+        """The payload bytes held, as ``Limits.max_stored_bytes`` counts them."""
+        return self._bytes
 
     async def create(self, task: TaskRecord, limits: Limits) -> None:
         await trio.lowlevel.checkpoint()
@@ -101,13 +149,22 @@ class MemoryTaskStore:
             raise ValueError(f"task {task.task_id!r} exists")
         stored = self._stored.get(task.principal, 0)
         active = self._active.get(task.principal, 0)
-        refused = limits.refusal(len(self._tasks), stored, active)
+        size = payload_bytes(task)
+        refused = limits.refusal(
+            len(self._tasks),
+            stored,
+            active,
+            stored_bytes=self._bytes + size,
+            active=self._active_total,
+        )
         if refused is not None:
             raise CapacityExceeded(refused, "Task capacity exhausted")
         self._tasks[task.task_id] = task
+        self._resize(task.task_id, size)
         self._stored[task.principal] = stored + 1
         if not task.terminal:
             self._active[task.principal] = active + 1
+            self._active_total += 1
 
     async def get(self, task_id: str) -> TaskRecord | None:
         await trio.lowlevel.checkpoint_if_cancelled()
@@ -119,8 +176,15 @@ class MemoryTaskStore:
         if current is None or current.revision != expected_revision:
             return False
         self._tasks[task.task_id] = task
+        if (  # a change that replaced a payload (most replace none: measured once each)
+            task.result is not current.result
+            or task.error is not current.error
+            or task.input_requests is not current.input_requests
+        ):
+            self._resize(task.task_id, payload_bytes(task))
         if task.terminal and not current.terminal:
             _decrement(self._active, task.principal)
+            self._active_total -= 1
         return True
 
     async def delete_expired(self, now_ms: int) -> int:
@@ -128,14 +192,35 @@ class MemoryTaskStore:
         expired = [t for t in self._tasks.values() if t.expired(now_ms)]
         for task in expired:
             del self._tasks[task.task_id]
+            self._resize(task.task_id, 0)
             _decrement(self._stored, task.principal)
             if not task.terminal:
                 _decrement(self._active, task.principal)
+                self._active_total -= 1
         return len(expired)
 
     async def count(self) -> int:
         await trio.lowlevel.checkpoint_if_cancelled()
         return len(self._tasks)
+
+    def _resize(self, task_id: str, size: int) -> None:
+        self._bytes += size - self._sizes.pop(task_id, 0)
+        if size:
+            self._sizes[task_id] = size
+
+
+def payload_bytes(task: TaskRecord) -> int:
+    """What ``Limits.max_stored_bytes`` counts of a record: its result, error and pending
+    input requests, as JSON. A payload that is not JSON (a tool may ask with a value the
+    wire would refuse) is counted by its text, so measuring never fails a write."""
+    size = 0
+    for payload in (task.result, task.error, task.input_requests):
+        if payload:
+            try:
+                size += len(to_json(payload))
+            except (ValueError, UnicodeEncodeError, TypeError):
+                size += len(repr(payload))
+    return size
 
 
 def _decrement(counts: dict[str, int], principal: str) -> None:
