@@ -127,6 +127,7 @@ class Supervisor:
 
     async def _keep_running(self, slot: int) -> None:
         """Run worker ``slot`` again and again until the supervisor stops."""
+        await trio.lowlevel.checkpoint()
         failed_starts = 0
         while not self._stopping.is_set():
             try:
