@@ -41,9 +41,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench import callgrind, folded_app, raw_app
 from bench.http_bench import PROTO, ROOT, request_body
 from fixtures.conformance import build_server
-from presa_trio._requestlog import CURRENT
-from presa_trio._wire.headers import RoutingHeaders
-from presa_trio._wire.jsonrpc import Request, encode, parse_message, result_message
+from presa_trio._kernel.requestlog import CURRENT
+from presa_trio._protocol.headers import RoutingHeaders
+from presa_trio._protocol.jsonrpc import Request, encode, parse_message, result_message
 
 HEADERS = [
     (b"host", b"127.0.0.1:3200"),

@@ -28,8 +28,8 @@ import jsonschema_rs
 import trio
 
 from bench.raw_app import lifespan
-from presa_trio._schema import Schemas
-from presa_trio._wire.jsonrpc import decode_json, encode
+from presa_trio._protocol.jsonrpc import decode_json, encode
+from presa_trio._protocol.schema import Schemas
 from presa_trio.errors import ParseError
 
 PROTO = "2026-07-28"

@@ -22,7 +22,7 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.http_bench import request_body
-from presa_trio._wire.jsonrpc import (
+from presa_trio._protocol.jsonrpc import (
     _decode_strictly,
     _encode_strictly,
     decode_json,

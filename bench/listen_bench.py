@@ -20,7 +20,7 @@ from typing import Any
 
 import trio
 
-from presa_trio._bus import BusEvent, SubscriptionBus, flag_event, resource_updated_event
+from presa_trio._kernel.bus import BusEvent, SubscriptionBus, flag_event, resource_updated_event
 
 STREAMS = (1, 10, 100, 1_000)
 ENTRIES = 100  # task ids or URIs in each stream's filter

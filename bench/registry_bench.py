@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # tasks_bench's in-pro
 from tasks_bench import body, rpc
 
 from presa_trio import Server
-from presa_trio._runtime import Runtime
+from presa_trio._kernel.runtime import Runtime
 
 SIZES = (100, 1_000, 10_000)
 PAGE = 50

@@ -690,11 +690,11 @@ def pool_fds(url: str) -> int:
     when the baseline is taken is not a leak."""
     scheme = url.split(":", 1)[0]
     if scheme == "sqlite":
-        from presa_trio import _sqlite
+        from presa_trio._backends import sqlite as _sqlite
 
         return 2 * _sqlite.POOL_SIZE  # each connection holds the file and its WAL open
     if scheme in ("postgresql", "postgres"):
-        from presa_trio import _postgres
+        from presa_trio._backends import postgres as _postgres
 
         return _postgres.POOL_SIZE  # a socket each
     return 0

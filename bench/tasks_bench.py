@@ -23,7 +23,7 @@ import trio.testing
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from presa_trio import Context, Runtime, Server
-from presa_trio._wire.jsonrpc import encode, parse_message
+from presa_trio._protocol.jsonrpc import encode, parse_message
 from presa_trio.ext.tasks import EXTENSION_ID, Limits, TasksExtension
 from presa_trio.ext.tasks._runner import TaskRunner
 from presa_trio.mrtr import elicit

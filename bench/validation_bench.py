@@ -21,7 +21,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from presa_trio._schema import Schemas, Violation, load_document
+from presa_trio._protocol.schema import Schemas, Violation, load_document
 
 _DIALECT = "https://json-schema.org/draft/2020-12/schema"
 

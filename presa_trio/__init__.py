@@ -4,21 +4,24 @@ Declare tools, resources, prompts and completions on a ``Server``; serve it over
 HTTP with ``server.asgi_app()`` under ``hypercorn --worker-class trio``, or over stdio with
 ``serve_stdio(server)``. Bearer-token authorization over HTTP: ``presa_trio.auth``. Writing a
 protocol extension: ``presa_trio.extensions``.
+
+``AsgiApp`` and ``serve_stdio`` are loaded when first named: a program that embeds a server
+and serves it some other way never imports the HTTP or stdio edge.
 """
 
-from ._context import Context as Context
-from ._request_state import KeyRing as KeyRing
-from ._requestlog import RequestFilter as RequestFilter
-from ._results import ToolResult as ToolResult
-from ._runtime import Runtime as Runtime
-from ._schema import Schemas as Schemas
-from ._schema import Violation as Violation
+from typing import TYPE_CHECKING, Any
+
+from ._handlers.results import ToolResult as ToolResult
+from ._handlers.typeschema import Param as Param
+from ._kernel.context import Context as Context
+from ._kernel.requestlog import RequestFilter as RequestFilter
+from ._kernel.runtime import Runtime as Runtime
+from ._protocol.admission import HostPolicy as HostPolicy
+from ._protocol.dialect import PROTOCOL_VERSION as PROTOCOL_VERSION
+from ._protocol.request_state import KeyRing as KeyRing
+from ._protocol.schema import Schemas as Schemas
+from ._protocol.schema import Violation as Violation
 from ._server import Server as Server
-from ._transports.asgi import AsgiApp as AsgiApp
-from ._transports.stdio import serve_stdio as serve_stdio
-from ._typeschema import Param as Param
-from ._wire.admission import HostPolicy as HostPolicy
-from ._wire.dialect import PROTOCOL_VERSION as PROTOCOL_VERSION
 from .errors import HeaderMismatch as HeaderMismatch
 from .errors import InternalError as InternalError
 from .errors import InvalidParams as InvalidParams
@@ -49,3 +52,19 @@ __all__ = [
     "Violation",
     "serve_stdio",
 ]
+
+if TYPE_CHECKING:
+    from ._transports.asgi import AsgiApp as AsgiApp
+    from ._transports.stdio import serve_stdio as serve_stdio
+
+
+def __getattr__(name: str) -> Any:
+    if name == "AsgiApp":
+        from ._transports.asgi import AsgiApp
+
+        return AsgiApp
+    if name == "serve_stdio":
+        from ._transports.stdio import serve_stdio
+
+        return serve_stdio
+    raise AttributeError(f"module 'presa_trio' has no attribute {name!r}")

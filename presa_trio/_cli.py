@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
-from ._requestlog import RequestFilter
-from ._transports._shutdown import ShutdownBound
+from ._kernel.requestlog import RequestFilter
+from ._process.shutdown import ShutdownBound
 
 DESCRIPTION = """\
 presa-trio: serve MCP 2026-07-28 servers written with presa_trio, and check MCP traffic.
@@ -211,8 +211,8 @@ def _servable(target: Any) -> Any:
 def serve(args: argparse.Namespace) -> int:
     import trio
 
+    from ._protocol.admission import LOOPBACK_HOSTS, HostPolicy
     from ._transports.asgi import AsgiApp
-    from ._wire.admission import LOOPBACK_HOSTS, HostPolicy
 
     _log_to_stderr(args)
     target = _servable(load_target(args.target))
@@ -283,12 +283,12 @@ def _log_to_stderr(args: argparse.Namespace) -> None:
 
 def supervise(args: argparse.Namespace, target: Any, store: str | None) -> int:
     """``--workers N``: bind the socket here, then run N workers on it under a supervisor
-    (``presa_trio._supervisor``) until SIGTERM/SIGINT; its exit status."""
+    (``presa_trio._process.supervisor``) until SIGTERM/SIGINT; its exit status."""
     import trio
 
-    from ._backend import parse_url
+    from ._backends.protocol import parse_url
+    from ._process.supervisor import Supervisor
     from ._server import Server
-    from ._supervisor import Supervisor
 
     if args.stdio:
         return _refuse("--workers is for --http; stdio is served by one process")
@@ -397,7 +397,7 @@ def _allowed_hosts(args: argparse.Namespace) -> frozenset[str]:
 def _state_keys(args: argparse.Namespace) -> Any:
     """``--state-key ID:HEX`` values, else ``$PRESA_STATE_KEYS``, as a ``KeyRing`` (None when
     neither is given); a malformed key is one line and exit status 2."""
-    from ._request_state import KeyRing
+    from ._protocol.request_state import KeyRing
 
     given = args.state_key or os.environ.get("PRESA_STATE_KEYS", "").split(",")
     pairs = [item.strip() for item in given if item.strip()]
@@ -481,7 +481,7 @@ async def _until_stopped(app: Any, bound: ShutdownBound, supervisor_fd: int | No
     """
     import trio
 
-    from ._supervisor import until_orphaned
+    from ._process.supervisor import until_orphaned
 
     async def on_signal(done: trio.CancelScope) -> None:
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
@@ -504,7 +504,7 @@ async def _until_stopped(app: Any, bound: ShutdownBound, supervisor_fd: int | No
 
 
 def validate(args: argparse.Namespace) -> int:
-    from ._validate import CaptureChecker
+    from ._protocol.capture import CaptureChecker
 
     try:
         if args.file == "-":

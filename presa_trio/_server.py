@@ -16,18 +16,17 @@ from typing import TYPE_CHECKING, Any, TypeVar, final
 
 import trio
 
-from ._backend import Backend, parse_url
+from ._backends.opening import open_backend
+from ._backends.protocol import Backend, parse_url
 from ._boundary import absorb
-from ._bus import SubscriptionBus
-from ._context import Context
-from ._core import core_routes
-from ._dispatch import Dispatcher
-from ._extensions import Extension, ExtensionContext
-from ._registry import Completer, Prompt, Registry, Resource, ResourceTemplate, Tool
-from ._request_state import DEFAULT_MAX_STATE_BYTES, DEFAULT_TTL_SECONDS, KeyRing, StateSealer
-from ._runtime import Runtime
-from ._schema import Schemas
-from ._served import (
+from ._kernel.bus import SubscriptionBus
+from ._kernel.context import Context
+from ._kernel.dispatcher import Dispatcher
+from ._kernel.extension_hooks import Extension, ExtensionContext
+from ._kernel.methods import core_routes
+from ._kernel.registry import Completer, Prompt, Registry, Resource, ResourceTemplate, Tool
+from ._kernel.runtime import Runtime
+from ._kernel.settings import (
     DEFAULT_MAX_BACKGROUND,
     DEFAULT_MAX_BACKGROUND_PER_PRINCIPAL,
     DEFAULT_MAX_LISTENERS,
@@ -37,15 +36,22 @@ from ._served import (
     Served,
     Settings,
 )
-from ._signature import Handler, Signature
-from ._tracing import Tracing
-from ._transports.asgi import AsgiApp
-from .auth._bearer import BearerAuth
-from .auth._challenge import check_scopes
-from .backends import open_backend
+from ._kernel.signature import Handler, Signature
+from ._kernel.tracing import Tracing
+from ._protocol.request_state import (
+    DEFAULT_MAX_STATE_BYTES,
+    DEFAULT_TTL_SECONDS,
+    KeyRing,
+    StateSealer,
+)
+from ._protocol.schema import Schemas
+from ._protocol.tokens import check_scopes
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
+
+    from ._transports.asgi import AsgiApp
+    from .auth import BearerAuth
 
 F = TypeVar("F", bound=Handler)
 Lifespan = Callable[["Server"], AbstractAsyncContextManager[Any]]
@@ -438,6 +444,8 @@ class Server:
     ) -> AsgiApp:
         """The Streamable HTTP ASGI app for this server (see ``presa_trio.AsgiApp``);
         ``backend``, ``state_keys`` and ``auth`` override the server's settings for it."""
+        from ._transports.asgi import AsgiApp  # an embedding that serves no HTTP never loads it
+
         if backend is not None:
             parse_url(backend)
         run = partial(self.open_runtime, backend, state_keys)

@@ -9,15 +9,15 @@ writer the wire uses. ``presa_trio.ext.tasks`` is written on this alone.
 
 from ._boundary import error_boundary as error_boundary
 from ._boundary import protocol_error as protocol_error
-from ._extensions import CallNext as CallNext
-from ._extensions import Extension as Extension
-from ._extensions import ExtensionContext as ExtensionContext
-from ._registry import Tool as Tool
-from ._results import error_result as error_result
-from ._routes import Route as Route
-from ._tracing import SpanHandle as SpanHandle
-from ._tracing import Tracing as Tracing
-from ._wire.jsonrpc import to_json as to_json
+from ._handlers.results import error_result as error_result
+from ._kernel.extension_hooks import CallNext as CallNext
+from ._kernel.extension_hooks import Extension as Extension
+from ._kernel.extension_hooks import ExtensionContext as ExtensionContext
+from ._kernel.registry import Tool as Tool
+from ._kernel.routes import Route as Route
+from ._kernel.tracing import SpanHandle as SpanHandle
+from ._kernel.tracing import Tracing as Tracing
+from ._protocol.jsonrpc import to_json as to_json
 
 __all__ = [
     "CallNext",

@@ -17,15 +17,15 @@ from typing import Any, final
 
 import trio
 
-from ._schema import Schemas, error_definition
-from ._server import Server
-from ._transports.asgi import AsgiApp
-from ._wire.dialect import (
+from ._protocol.dialect import (
     META_CLIENT_CAPABILITIES,
     META_CLIENT_INFO,
     META_PROTOCOL_VERSION,
     PROTOCOL_VERSION,
 )
+from ._protocol.schema import Schemas, error_definition
+from ._server import Server
+from ._transports.asgi import AsgiApp
 
 __all__ = [
     "Client",

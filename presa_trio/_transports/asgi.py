@@ -18,19 +18,19 @@ from typing import final
 import trio
 
 from .._boundary import partition, single
-from .._dispatch import Dispatcher
-from .._runtime import Runtime
-from .._tracing import http_attributes
-from .._wire import cors, sse
-from .._wire.admission import HostPolicy, refuse_any
-from .._wire.headers import RoutingHeaders
-from .._wire.jsonrpc import EnvelopeError, Notification, parse_message
+from .._kernel.dispatcher import Dispatcher
+from .._kernel.runtime import Runtime
+from .._kernel.tracing import http_attributes
+from .._process.shutdown import ShutdownBound
+from .._protocol import cors, sse
+from .._protocol.admission import HostPolicy, refuse_any
+from .._protocol.headers import RoutingHeaders
+from .._protocol.jsonrpc import EnvelopeError, Notification, parse_message
 from ..auth._bearer import Authorization, BearerAuth
 from ..errors import Forbidden, McpError, RequestTimeout, RequestTooLarge
 from ._asgi_types import Asgi, Message, Receive, Scope, Send
 from ._deadlines import Deadlines
 from ._first_wait import await_noticing_wait
-from ._shutdown import ShutdownBound
 from .mount import MetadataApp, Mounted
 
 OpenRuntime = Callable[[], AbstractAsyncContextManager[Runtime]]

@@ -20,8 +20,8 @@ from typing import Any, Protocol, final
 
 import trio
 
+from .._process.shutdown import ShutdownBound
 from ._asgi_types import Asgi, Message, Receive, Scope, Send
-from ._shutdown import ShutdownBound
 
 logger = logging.getLogger("presa_trio")
 

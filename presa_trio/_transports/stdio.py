@@ -18,10 +18,10 @@ from typing import Protocol, final
 
 import trio
 
-from .._dispatch import Dispatcher
-from .._runtime import Runtime
-from .._tracing import PIPE
-from .._wire.jsonrpc import EnvelopeError, Notification, Request, RequestId, parse_message
+from .._kernel.dispatcher import Dispatcher
+from .._kernel.runtime import Runtime
+from .._kernel.tracing import PIPE
+from .._protocol.jsonrpc import EnvelopeError, Notification, Request, RequestId, parse_message
 from ..errors import RequestTooLarge
 
 logger = logging.getLogger("presa_trio.stdio")

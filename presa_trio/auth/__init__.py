@@ -11,9 +11,9 @@ oauth-protected-resource`` (mounted under a prefix, the host serves it at its ro
 credentials come from the environment. ``JwtVerifier`` (needs joserfc) verifies JWTs.
 """
 
+from .._protocol.tokens import AccessToken as AccessToken
+from .._protocol.tokens import TokenVerifier as TokenVerifier
 from ._bearer import BearerAuth as BearerAuth
 from ._jwt import JwtVerifier as JwtVerifier
-from ._token import AccessToken as AccessToken
-from ._token import TokenVerifier as TokenVerifier
 
 __all__ = ["AccessToken", "BearerAuth", "JwtVerifier", "TokenVerifier"]

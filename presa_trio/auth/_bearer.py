@@ -19,10 +19,10 @@ from typing import final
 import trio
 
 from .._boundary import protocol_error
+from .._protocol.tokens import AccessToken, TokenVerifier, check_scopes
 from ..errors import InsufficientScope, InternalError, ServiceUnavailable, Unauthorized
 from . import _metadata
-from ._challenge import MalformedCredentials, bearer_token, challenge, check_scopes
-from ._token import AccessToken, TokenVerifier
+from ._challenge import MalformedCredentials, bearer_token, challenge
 
 logger = logging.getLogger("presa_trio.auth")
 

@@ -11,9 +11,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-# RFC 6750 §2.1 b64token, and RFC 6749 §3.3 scope-token (no space, quote or backslash).
+# RFC 6750 §2.1 b64token.
 _B64TOKEN = re.compile(r"[A-Za-z0-9\-._~+/]+=*")
-_SCOPE_TOKEN = re.compile(r"[\x21\x23-\x5b\x5d-\x7e]+")
 # What a quoted auth-param value may hold here: printable ASCII but '"' and '\' (the
 # RFC 6750 §3 rule for error_description, applied to every value we write).
 _QUOTABLE = re.compile(r"[\x20\x21\x23-\x5b\x5d-\x7e]*")
@@ -41,17 +40,6 @@ def bearer_token(values: Sequence[str]) -> str | None:
     if not _B64TOKEN.fullmatch(token):
         raise MalformedCredentials("the Bearer credential is not a token")
     return token
-
-
-def check_scopes(scopes: Iterable[str], what: str = "scope") -> tuple[str, ...]:
-    """``scopes`` as a tuple, each checked to be an RFC 6749 scope token (ValueError if not)."""
-    if isinstance(scopes, str):
-        raise ValueError(f"{what}s must be a list of scope names, not one string")
-    found = tuple(scopes)
-    for scope in found:
-        if not isinstance(scope, str) or not _SCOPE_TOKEN.fullmatch(scope):
-            raise ValueError(f"{what} {scope!r} is not a scope token (RFC 6749 §3.3)")
-    return found
 
 
 def check_quotable(value: str, what: str) -> str:

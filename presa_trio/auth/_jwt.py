@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any, final
 
 import trio
 
+from .._protocol.tokens import AccessToken
 from . import _jwks
 from ._metadata import canonical
-from ._token import AccessToken
 
 if TYPE_CHECKING:
     from joserfc.jwk import KeySet

@@ -9,7 +9,7 @@ import pytest
 
 from fixtures.conformance import build_server
 from presa_trio import Context, Server
-from presa_trio._request_state import KeyRing
+from presa_trio._protocol.request_state import KeyRing
 from presa_trio.mrtr import elicit, sample
 from presa_trio.testing import Client, RpcError, open_client
 
@@ -301,7 +301,7 @@ async def test_list_methods_never_ask(client: Client) -> None:
 
 
 async def test_input_required_outside_the_allow_list_is_an_internal_error() -> None:
-    from presa_trio._mrtr import InputRequired
+    from presa_trio._protocol.input_requests import InputRequired
     from presa_trio.extensions import Route
 
     server = Server("x")

@@ -20,7 +20,7 @@ from ignored_answers import LOGGER, ignored_keys
 from postgres_cluster import Cluster
 
 from presa_trio import Context, Server
-from presa_trio._postgres import WRITE_LOCK
+from presa_trio._backends.postgres import WRITE_LOCK
 from presa_trio.ext.tasks import Limits, TasksExtension
 from presa_trio.mrtr import elicit
 from presa_trio.testing import Client, RpcError, open_client

@@ -16,8 +16,9 @@ from typing import Any
 import pytest
 import trio
 
-from presa_trio import Context, Server, _sqlite
-from presa_trio._sqlite import SqliteDatabase, check_file
+from presa_trio import Context, Server
+from presa_trio._backends import sqlite as _sqlite
+from presa_trio._backends.sqlite import SqliteDatabase, check_file
 from presa_trio.backends import BackendHealth, SharedBackend, StorageUnavailable, open_backend
 from presa_trio.ext.tasks import TasksExtension
 from presa_trio.mrtr import elicit

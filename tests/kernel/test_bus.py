@@ -10,7 +10,7 @@ import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from presa_trio._bus import (
+from presa_trio._kernel.bus import (
     BusEvent,
     Listener,
     SubscriptionBus,

@@ -14,7 +14,7 @@ import pytest
 import trio
 
 from presa_trio import Context, InvalidParams, Runtime, Server, ToolResult
-from presa_trio._wire.jsonrpc import Request, parse_message
+from presa_trio._protocol.jsonrpc import Request, parse_message
 from presa_trio.errors import ParseError
 
 V = "2026-07-28"

@@ -13,8 +13,8 @@ import pytest
 import trio
 import trio.testing
 
-from presa_trio._bus import SubscriptionBus
-from presa_trio._shares import Shares, ThreadShares
+from presa_trio._kernel.bus import SubscriptionBus
+from presa_trio._kernel.shares import Shares, ThreadShares
 from presa_trio.errors import CapacityExceeded
 
 TOOLS = {"toolsListChanged": True}

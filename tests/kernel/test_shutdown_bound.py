@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 import time
 
-from presa_trio._transports._shutdown import EXIT_STATUS, ShutdownBound
+from presa_trio._process.shutdown import EXIT_STATUS, ShutdownBound
 
 DEADLINE = 0.2
 PATIENCE = 5.0

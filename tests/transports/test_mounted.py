@@ -12,7 +12,7 @@ import trio
 from asgi_scope import exchange
 
 from presa_trio import Server
-from presa_trio._transports._shutdown import ShutdownBound
+from presa_trio._process.shutdown import ShutdownBound
 from presa_trio.testing import Client
 
 Message = dict[str, Any]

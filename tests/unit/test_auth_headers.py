@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
+from presa_trio._protocol.tokens import check_scopes
 from presa_trio.auth._challenge import (
     MalformedCredentials,
     bearer_token,
     challenge,
     check_quotable,
-    check_scopes,
 )
 
 

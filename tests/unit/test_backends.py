@@ -22,10 +22,12 @@ import trio.lowlevel
 import trio.testing
 from postgres_cluster import Cluster, running_cluster
 
-from presa_trio import Server, _postgres, _sqlite
-from presa_trio._postgres import POOL_SIZE, PostgresDatabase, check_database
-from presa_trio._shared import IDLE_POLL, MAX_BACKOFF, Retry
-from presa_trio._sqlite import SqliteDatabase, check_file
+from presa_trio import Server
+from presa_trio._backends import postgres as _postgres
+from presa_trio._backends import sqlite as _sqlite
+from presa_trio._backends.postgres import POOL_SIZE, PostgresDatabase, check_database
+from presa_trio._backends.sql import IDLE_POLL, MAX_BACKOFF, Retry
+from presa_trio._backends.sqlite import SqliteDatabase, check_file
 from presa_trio.backends import (
     BackendError,
     BackendHealth,

@@ -1,5 +1,5 @@
-"""Unit tests for presa_trio._convert (and _adapt.readable): arguments reach a handler as the
-types its parameters are hinted as.
+"""Unit tests for presa_trio._handlers.convert (and adapt.readable): arguments reach a
+handler as the types its parameters are hinted as.
 
 No ``from __future__ import annotations`` here, so hints are the objects written.
 """
@@ -19,9 +19,9 @@ import pytest
 from pydantic import BaseModel, Field
 
 from presa_trio import Param
-from presa_trio._adapt import adapter_for, readable
-from presa_trio._convert import ArgumentError, Binder
-from presa_trio._typeschema import EMPTY
+from presa_trio._handlers.adapt import adapter_for, readable
+from presa_trio._handlers.convert import ArgumentError, Binder
+from presa_trio._handlers.typeschema import EMPTY
 
 
 class Color(enum.Enum):

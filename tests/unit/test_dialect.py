@@ -1,4 +1,5 @@
-"""Unit tests for presa_trio._wire.dialect: per-request _meta, versions, capabilities, logging."""
+"""Unit tests for presa_trio._protocol.dialect: per-request _meta, versions, capabilities,
+logging."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from presa_trio._wire.dialect import (
+from presa_trio._protocol.dialect import (
     LOG_LEVELS,
     META_CLIENT_CAPABILITIES,
     META_CLIENT_INFO,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import trio
 
-from presa_trio._dir_watch import DirectoryWatch
+from presa_trio._backends.dir_watch import DirectoryWatch
 
 
 async def test_a_write_in_the_directory_wakes_it_once(tmp_path: Path) -> None:

@@ -44,11 +44,14 @@ def isort_style_key(name: str) -> tuple[int, list[tuple[int, int | str]]]:
 
 
 def reexported(namespace: ModuleType) -> set[str]:
-    """Names re-exported with the ``from ._x import Name as Name`` idiom."""
+    """Names re-exported with the ``from ._x import Name as Name`` idiom, also those a
+    namespace loads when first named (re-exported under ``if TYPE_CHECKING:``)."""
     tree = ast.parse(inspect.getsource(namespace))
+    body = [*tree.body]
+    body += [n for node in tree.body if isinstance(node, ast.If) for n in node.body]
     return {
         alias.name
-        for node in tree.body
+        for node in body
         if isinstance(node, ast.ImportFrom)
         for alias in node.names
         if alias.asname == alias.name

@@ -1,4 +1,4 @@
-"""Unit tests for presa_trio._wire.headers: SEP-2243 routing headers against the body."""
+"""Unit tests for presa_trio._protocol.headers: SEP-2243 routing headers against the body."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from presa_trio._wire.headers import (
+from presa_trio._protocol.headers import (
     METHOD_HEADER,
     NAME_HEADER,
     PROTOCOL_VERSION_HEADER,

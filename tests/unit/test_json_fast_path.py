@@ -19,7 +19,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from presa_trio._wire.jsonrpc import (
+from presa_trio._protocol.jsonrpc import (
     _LARGE,
     MAX_JSON_DEPTH,
     _decode_strictly,
@@ -252,5 +252,5 @@ def test_a_null_is_written_by_orjson_a_nan_beside_it_is_refused(monkeypatch: Any
     def standard_library(value: Any) -> bytes:
         raise AssertionError(f"the standard library was asked to write {value!r}")
 
-    monkeypatch.setattr("presa_trio._wire.jsonrpc._encode_strictly", standard_library)
+    monkeypatch.setattr("presa_trio._protocol.jsonrpc._encode_strictly", standard_library)
     assert to_json({"rows": rows}) == orjson.dumps({"rows": rows})  # orjson's, kept

@@ -1,4 +1,4 @@
-"""Unit tests for presa_trio._wire.jsonrpc: envelope parsing, encoding and message builders."""
+"""Unit tests for presa_trio._protocol.jsonrpc: envelope parsing, encoding and message builders."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from presa_trio._wire.jsonrpc import (
+from presa_trio._protocol.jsonrpc import (
     EnvelopeError,
     Notification,
     Request,

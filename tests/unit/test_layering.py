@@ -1,5 +1,6 @@
-"""The package's shape, read from its imports: no cycles, a pure core, extensions on the
-public surface only.
+"""The package's shape, read from its imports: its folders are its rings and each imports only
+the rings below it, no cycles, a pure core, extensions on the public surface only, and a
+server that is only declared loads no transport, auth or shared backend.
 
 Every import counts, also those under ``TYPE_CHECKING`` and inside functions: a cycle hidden
 from the interpreter is still a cycle to a reader.
@@ -8,32 +9,46 @@ from the interpreter is still a cycle to a reader.
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "presa_trio"
 
+# The rings, bottom up: a module imports only from its own ring's folders and those below.
+RINGS = [
+    ["presa_trio.errors", "presa_trio._boundary", "presa_trio.content"],
+    ["presa_trio._protocol", "presa_trio._process"],
+    ["presa_trio.auth", "presa_trio._backends", "presa_trio.mrtr"],
+    ["presa_trio._handlers"],
+    ["presa_trio._kernel"],
+    ["presa_trio._transports"],
+    ["presa_trio._server", "presa_trio.backends", "presa_trio.extensions"],
+    ["presa_trio", "presa_trio._cli", "presa_trio.testing", "presa_trio.__main__"],
+    ["presa_trio.ext"],
+]
 # Modules that must never import trio (or anything that does I/O): values in, values out.
 PURE = [
     "presa_trio.errors",
     "presa_trio.content",
-    "presa_trio._wire.jsonrpc",
-    "presa_trio._wire.dialect",
-    "presa_trio._wire.admission",
-    "presa_trio._wire.headers",
-    "presa_trio._wire.sse",
-    "presa_trio._schema",
-    "presa_trio._request_state",
-    "presa_trio._mrtr",
-    "presa_trio._typeschema",
-    "presa_trio._adapt",
-    "presa_trio._convert",
-    "presa_trio._results",
-    "presa_trio._validate",
+    "presa_trio._protocol.tokens",
+    "presa_trio._protocol.jsonrpc",
+    "presa_trio._protocol.dialect",
+    "presa_trio._protocol.admission",
+    "presa_trio._protocol.headers",
+    "presa_trio._protocol.sse",
+    "presa_trio._protocol.schema",
+    "presa_trio._protocol.request_state",
+    "presa_trio._protocol.input_requests",
+    "presa_trio._handlers.typeschema",
+    "presa_trio._handlers.adapt",
+    "presa_trio._handlers.convert",
+    "presa_trio._handlers.results",
+    "presa_trio._protocol.capture",
     "presa_trio.ext.tasks._states",
     "presa_trio.ext.tasks._wire",
-    "presa_trio.auth._token",
     "presa_trio.auth._challenge",
     "presa_trio.auth._metadata",
 ]
@@ -118,10 +133,55 @@ def test_the_pure_core_does_no_io(name: str) -> None:
         outside = {m.partition(".")[0] for m in imports(current) if m not in MODULES}
         assert not outside & {"trio", "socket", "asyncio", "hypercorn", "h11"}, current
         todo.extend(first_party(current))
-    assert seen <= set(PURE) | {"presa_trio._wire"}, seen - set(PURE)
+    assert seen <= set(PURE) | {"presa_trio._protocol"}, seen - set(PURE)
 
 
 @pytest.mark.parametrize("name", sorted(m for m in MODULES if m.startswith("presa_trio.ext.tasks")))
 def test_the_tasks_extension_uses_only_the_public_surface(name: str) -> None:
     own = {m for m in first_party(name) if not m.startswith("presa_trio.ext.tasks")}
     assert own <= PUBLIC, own - PUBLIC
+
+
+def ring(name: str) -> tuple[int, str]:
+    """The ring of module ``name`` and the place (folder or module) that puts it there."""
+    places = [(i, place) for i, group in enumerate(RINGS) for place in group]
+    found = [(i, p) for i, p in places if name == p or name.startswith(p + ".")]
+    assert found, f"{name} is in no ring: add its folder to RINGS"
+    return max(found, key=lambda found: len(found[1]))
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_a_module_imports_only_its_own_ring_and_those_below(name: str) -> None:
+    level, _ = ring(name)
+    above = {m: ring(m) for m in first_party(name) if ring(m)[0] > level}
+    assert not above, f"{name} (ring {level}) imports from outer rings: {above}"
+
+
+def test_the_kernel_sees_auth_only_through_its_own_protocol() -> None:
+    kernel = [m for m in MODULES if m.startswith("presa_trio._kernel")]
+    reached = {(m, d) for m in kernel for d in first_party(m) if d.startswith("presa_trio.auth")}
+    assert not reached
+
+
+def test_a_declared_server_loads_no_transport_auth_or_shared_backend() -> None:
+    """An embedding that declares a server (and runs it on memory) pays for nothing else."""
+    program = (
+        "import sys\n"
+        "from presa_trio import Server\n"
+        "server = Server('embedded')\n"
+        "server.tool(name='ok')(lambda: 'ok')\n"
+        "print(' '.join(sorted(sys.modules)))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, check=True, timeout=60
+    )
+    loaded = set(done.stdout.split())
+    assert "presa_trio._server" in loaded  # the program ran
+    unwanted = {
+        m
+        for m in loaded
+        if m.startswith(("presa_trio._transports", "presa_trio.auth", "presa_trio._process"))
+        or m in ("presa_trio._backends.sql", "presa_trio._backends.sqlite", "hypercorn", "h11")
+        or m.startswith("presa_trio._backends.postgres")
+    }
+    assert not unwanted

@@ -1,4 +1,5 @@
-"""Unit tests for presa_trio._mrtr: which client capability each input request needs."""
+"""Unit tests for presa_trio._protocol.input_requests: which client capability each input
+request needs."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Any
 import pytest
 
 from presa_trio import mrtr
-from presa_trio._mrtr import (
+from presa_trio._protocol.input_requests import (
     RESPONSE_DEFINITIONS,
     InputRequired,
     can_ask,

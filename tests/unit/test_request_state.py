@@ -1,4 +1,4 @@
-"""Unit tests for presa_trio._request_state: sealing and verifying MRTR requestState."""
+"""Unit tests for presa_trio._protocol.request_state: sealing and verifying MRTR requestState."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
-from presa_trio._request_state import (
+from presa_trio._protocol.request_state import (
     DEFAULT_TTL_SECONDS,
     KeyRing,
     StateSealer,

@@ -1,4 +1,4 @@
-"""Unit tests for presa_trio._schema: the vendored 2026-07-28 schema and its validators."""
+"""Unit tests for presa_trio._protocol.schema: the vendored 2026-07-28 schema and its validators."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from presa_trio._schema import SCHEMA_VERSION, Schemas, Violation, load_document
+from presa_trio._protocol.schema import SCHEMA_VERSION, Schemas, Violation, load_document
 
 REPO = Path(__file__).resolve().parents[2]
 README = REPO / "schema" / "README.md"
@@ -253,7 +253,7 @@ def test_unknown_definition(schemas: Schemas) -> None:
 
 def test_one_engine_at_run_time() -> None:
     """The product validates with jsonschema-rs only; jsonschema is a test dependency."""
-    import presa_trio._schema as module
+    import presa_trio._protocol.schema as module
 
     source = Path(module.__file__).read_text()
     assert "import jsonschema_rs" in source

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from presa_trio._wire.dialect import read_meta
+from presa_trio._protocol.dialect import read_meta
 from presa_trio.ext.tasks._shared_meta import SharedMetas
 
 CAPS = {"elicitation": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}}

@@ -1,9 +1,9 @@
-"""Unit tests for presa_trio._wire.sse: event framing."""
+"""Unit tests for presa_trio._protocol.sse: event framing."""
 
 from __future__ import annotations
 
-from presa_trio._wire.jsonrpc import encode, notification_message
-from presa_trio._wire.sse import HEADERS, KEEPALIVE, event
+from presa_trio._protocol.jsonrpc import encode, notification_message
+from presa_trio._protocol.sse import HEADERS, KEEPALIVE, event
 
 
 def test_event_framing() -> None:

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from presa_trio._wire.jsonrpc import (
+from presa_trio._protocol.jsonrpc import (
     MAX_JSON_DEPTH,
     EnvelopeError,
     Request,

@@ -23,7 +23,7 @@ import trio
 from postgres_cluster import Cluster
 from task_records import record
 
-from presa_trio._postgres import PostgresDatabase
+from presa_trio._backends.postgres import PostgresDatabase
 from presa_trio.backends import SqlDatabase, SqliteDatabase
 from presa_trio.errors import CapacityExceeded
 from presa_trio.ext.tasks import _store

@@ -1,4 +1,4 @@
-"""Unit tests for presa_trio._typeschema and _signature: exact schemas, validity, samples.
+"""Unit tests for presa_trio._handlers.typeschema and _signature: exact schemas, validity, samples.
 
 No ``from __future__ import annotations`` here, so quoted hints stay plain strings.
 """
@@ -20,8 +20,9 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, Field
 
 from presa_trio import Context, ToolResult
-from presa_trio._signature import Signature, input_schema_for, output_schema_for
-from presa_trio._typeschema import Param, schema_for_type, to_jsonable
+from presa_trio._handlers.convert import to_jsonable
+from presa_trio._handlers.typeschema import Param, schema_for_type
+from presa_trio._kernel.signature import Signature, input_schema_for, output_schema_for
 
 V = jsonschema.Draft202012Validator
 

@@ -9,7 +9,7 @@ import pytest
 
 from presa_trio import content
 from presa_trio._cli import main
-from presa_trio._validate import CaptureChecker
+from presa_trio._protocol.capture import CaptureChecker
 
 META = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",

@@ -10,7 +10,6 @@ pydantic (``_adapt``). Unsupported annotations raise TypeError.
 from __future__ import annotations
 
 import collections.abc as cabc
-import contextlib
 import dataclasses
 import enum
 import inspect
@@ -20,9 +19,7 @@ import typing
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, final
 
-import pydantic_core
-
-from ._adapt import JsonMode, json_schema, metadata_keywords
+from .adapt import JsonMode, json_schema, metadata_keywords
 
 __all__ = [
     "Param",
@@ -30,7 +27,6 @@ __all__ = [
     "output_shape",
     "parameters_schema",
     "schema_for_type",
-    "to_jsonable",
 ]
 
 #: The default of a parameter that has none (``inspect.Parameter.empty``).
@@ -409,49 +405,3 @@ def _is_content_class(cls: type) -> bool:
         return False
     values = typing.get_args(kind) if typing.get_origin(kind) is typing.Literal else ()
     return bool(values) and set(values) <= _CONTENT_TYPES
-
-
-def to_jsonable(value: object) -> object:
-    """A tool's structured return value as plain JSON data (dicts, lists and scalars).
-
-    What is not a dataclass, enum, mapping or collection (a pydantic model, ``datetime``,
-    ``UUID``, ``Decimal``, ``Path``) is written as pydantic writes it; anything pydantic
-    cannot write either is handed back as it is (``json.dumps`` then refuses it).
-    """
-    if type(value) in _LEAVES:
-        return value
-    # plain lists and dicts first: most of a structure, and no ABC check for them; their
-    # leaves stay where they are, without a call each
-    if type(value) is list:
-        return [v if type(v) in _LEAVES else to_jsonable(v) for v in value]
-    if type(value) is dict:
-        return _jsonable_mapping(value)
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        # field by field: ``dataclasses.asdict`` would deep-copy every value first
-        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, enum.Enum):
-        return to_jsonable(value.value)
-    if isinstance(value, Mapping):
-        return _jsonable_mapping(value)
-    if isinstance(value, list | tuple):
-        return [to_jsonable(v) for v in value]
-    if isinstance(value, set | frozenset):
-        items: list[Any] = [to_jsonable(v) for v in value]
-        with contextlib.suppress(TypeError):  # unorderable items keep iteration order
-            items.sort()
-        return items
-    try:
-        return pydantic_core.to_jsonable_python(value, by_alias=True)
-    except pydantic_core.PydanticSerializationError:
-        return value
-
-
-def _jsonable_mapping(value: Mapping[Any, Any]) -> dict[Any, object]:
-    """A mapping's items as JSON data, an enum key by its value."""
-    return {
-        (k.value if isinstance(k, enum.Enum) else k): v if type(v) in _LEAVES else to_jsonable(v)
-        for k, v in value.items()
-    }
-
-
-_LEAVES = frozenset({str, int, float, bool, type(None)})  # JSON's scalars, these types exactly

@@ -19,10 +19,10 @@ from typing import Any, final
 
 import trio
 
-from ._context import Context
-from ._convert import Binder
-from ._results import ToolResult
-from ._typeschema import EMPTY, output_shape, parameters_schema
+from .._handlers.convert import Binder
+from .._handlers.results import ToolResult
+from .._handlers.typeschema import EMPTY, output_shape, parameters_schema
+from .context import Context
 
 Handler = Callable[..., Any]
 _PLAIN = frozenset({str, dict, list, int, float, bool, type(None)})  # never awaitable
@@ -164,9 +164,11 @@ class Signature:
 
 def thread_limiter(ctx: Context, thread: bool) -> trio.CapacityLimiter:
     """What bounds a sync handler's worker thread: the run's threads, and the share of the
-    request's principal (asked for only when a thread is wanted)."""
+    request's principal (asked for only when a thread is wanted; the anonymous principal ""
+    holds no share)."""
     runtime = ctx.runtime
-    return runtime.threads.limiter_for(ctx.principal) if thread else runtime.thread_limiter
+    principal = ctx.principal if thread else ""
+    return runtime.threads.limiter_for(principal) if principal else runtime.thread_limiter
 
 
 async def call_sync(

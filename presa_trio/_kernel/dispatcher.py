@@ -20,21 +20,14 @@ from typing import Any, Protocol, final
 
 import trio
 
-from ._boundary import protocol_error
-from ._context import Context
-from ._extensions import Extension
-from ._mrtr import InputRequired
-from ._request_state import StateSealer, binding_digest
-from ._requestlog import CURRENT
-from ._routes import Route
-from ._runtime import Runtime
-from ._schema import Schemas, error_definition
-from ._served import Settings
-from ._wire import dialect
-from ._wire import headers as routing
-from ._wire.jsonrpc import Request, RequestId, encode, error_message, result_message
-from .auth._bearer import Authorization
-from .errors import (
+from .._boundary import protocol_error
+from .._protocol import dialect
+from .._protocol import headers as routing
+from .._protocol.input_requests import InputRequired
+from .._protocol.jsonrpc import Request, RequestId, encode, error_message, result_message
+from .._protocol.request_state import StateSealer, binding_digest
+from .._protocol.schema import Schemas, error_definition
+from ..errors import (
     InternalError,
     InvalidParams,
     McpError,
@@ -43,6 +36,13 @@ from .errors import (
     ServiceUnavailable,
     UnsupportedVersion,
 )
+from .authorization import Authorization
+from .context import Context
+from .extension_hooks import Extension
+from .requestlog import CURRENT
+from .routes import Route
+from .runtime import Runtime
+from .settings import Settings
 
 logger = logging.getLogger("presa_trio")
 

@@ -19,9 +19,8 @@ from typing import Any, final
 import jsonschema_rs
 import trio
 
-from ._context import Context
-from ._convert import ArgumentError
-from ._results import (
+from .._handlers.convert import ArgumentError, to_jsonable
+from .._handlers.results import (
     ToolResult,
     call_result,
     content_of,
@@ -30,11 +29,11 @@ from ._results import (
     messages_of,
     structured_result,
 )
-from ._signature import Handler, Signature, call_sync, thread_limiter
-from ._typeschema import to_jsonable
-from ._wire.headers import HeaderParam, header_params_of
-from .auth._challenge import check_scopes
-from .errors import InvalidParams, ToolError
+from .._protocol.headers import HeaderParam, header_params_of
+from .._protocol.tokens import check_scopes
+from ..errors import InvalidParams, ToolError
+from .context import Context
+from .signature import Handler, Signature, call_sync, thread_limiter
 
 MAX_COMPLETIONS = 100
 

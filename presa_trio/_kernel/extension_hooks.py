@@ -13,17 +13,17 @@ from typing import Any, ClassVar, final
 
 import trio
 
-from ._backend import Backend
-from ._bus import BusEvent
-from ._context import Context
-from ._mrtr import check_responses
-from ._registry import Registry, Tool
-from ._routes import Route
-from ._runtime import Runtime
-from ._schema import Schemas
-from ._tracing import Tracing
-from ._wire.dialect import is_object
-from .errors import InvalidParams
+from .._backends.protocol import Backend
+from .._protocol.dialect import is_object
+from .._protocol.input_requests import check_responses
+from .._protocol.schema import Schemas
+from ..errors import InvalidParams
+from .bus import BusEvent
+from .context import Context
+from .registry import Registry, Tool
+from .routes import Route
+from .runtime import Runtime
+from .tracing import Tracing
 
 CallNext = Callable[[Context, Tool, Mapping[str, Any]], Awaitable[dict[str, Any]]]
 

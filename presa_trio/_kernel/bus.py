@@ -21,7 +21,7 @@ from typing import Any, final
 
 import trio
 
-from ._shares import Shares
+from .shares import Shares
 
 # Filter keys the core understands; extensions add their own through a hook.
 CORE_FLAGS = ("toolsListChanged", "promptsListChanged", "resourcesListChanged")

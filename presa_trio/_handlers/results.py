@@ -13,8 +13,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, final
 
-from ._typeschema import to_jsonable
-from ._wire.dialect import COMPLETE
+from .._protocol.dialect import COMPLETE
+from .convert import to_jsonable
 
 _NOT_GIVEN: Any = object()  # ``content_of``'s ``jsonable``, when the caller has none
 

@@ -15,16 +15,16 @@ from typing import Any, final
 
 import trio
 
-from ._mrtr import InputRequired, can_ask, check_askable, check_responses
-from ._runtime import Runtime
-from ._schema import Schemas
-from ._wire import dialect
-from ._wire.dialect import RequestMeta
-from ._wire.headers import RoutingHeaders
-from ._wire.jsonrpc import RequestId, notification_message
-from .auth._bearer import Authorization
-from .auth._token import AccessToken
-from .errors import MissingCapability
+from .._protocol import dialect
+from .._protocol.dialect import RequestMeta
+from .._protocol.headers import RoutingHeaders
+from .._protocol.input_requests import InputRequired, can_ask, check_askable, check_responses
+from .._protocol.jsonrpc import RequestId, notification_message
+from .._protocol.schema import Schemas
+from .._protocol.tokens import AccessToken
+from ..errors import MissingCapability
+from .authorization import Authorization
+from .runtime import Runtime
 
 logger = logging.getLogger("presa_trio")
 

@@ -36,7 +36,9 @@ from typing import Any, Protocol, TypeVar, final
 
 import trio
 
-from ._backend import (
+from .._boundary import absorb, error_boundary, partition, single
+from ..errors import ServiceUnavailable
+from .protocol import (
     HEALTHY,
     BackendError,
     BackendHealth,
@@ -45,8 +47,6 @@ from ._backend import (
     CallHandler,
     new_worker_id,
 )
-from ._boundary import absorb, error_boundary, partition, single
-from .errors import ServiceUnavailable
 
 logger = logging.getLogger("presa_trio.backend")
 

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, final
 
-from ._schema import Schemas, error_definition
+from .schema import Schemas, error_definition
 
 CLIENT, SERVER = "client", "server"
 

@@ -34,8 +34,8 @@ from psycopg import conninfo
 from psycopg.pq import TransactionStatus
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from ._backend import BackendError
-from ._shared import (
+from .protocol import BackendError
+from .sql import (
     DEFAULT_LEASE,
     IDLE_POLL,
     Connection,

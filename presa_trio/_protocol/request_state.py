@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, final
 
-from .errors import InternalError, InvalidParams
+from ..errors import InternalError, InvalidParams
 
 _VERSION = "s1"
 DEFAULT_TTL_SECONDS = 600.0

@@ -17,12 +17,12 @@ from typing import Any
 
 import trio
 
-from ._bus import CORE_FLAGS, RESOURCE_SUBSCRIPTIONS, Listener
-from ._context import Context
-from ._served import Served
-from ._wire import dialect
-from ._wire.jsonrpc import notification_message
-from .errors import InternalError
+from .._protocol import dialect
+from .._protocol.jsonrpc import notification_message
+from ..errors import InternalError
+from .bus import CORE_FLAGS, RESOURCE_SUBSCRIPTIONS, Listener
+from .context import Context
+from .settings import Served
 
 logger = logging.getLogger("presa_trio")
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ._schema import Schemas
-from ._wire.dialect import declares
-from .errors import InvalidParams, MissingCapability
+from ..errors import InvalidParams, MissingCapability
+from .dialect import declares
+from .schema import Schemas
 
 __all__ = ["InputRequired", "elicit", "elicit_url", "list_roots", "sample"]
 

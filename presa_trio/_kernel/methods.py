@@ -17,15 +17,15 @@ from typing import Any
 
 import trio
 
-from ._context import Context
-from ._extensions import CallNext, Extension
-from ._listen import listen
-from ._registry import Tool
-from ._routes import Route
-from ._served import Served
-from ._tracing import Tracing
-from ._wire.headers import check_params
-from .errors import InvalidParams
+from .._protocol.headers import check_params
+from ..errors import InvalidParams
+from .context import Context
+from .extension_hooks import CallNext, Extension
+from .listen import listen
+from .registry import Tool
+from .routes import Route
+from .settings import Served
+from .tracing import Tracing
 
 
 def page(items: list[Any], cursor: object, size: int | None) -> tuple[list[Any], str | None]:

@@ -1,15 +1,21 @@
-"""``AccessToken``, what a verified bearer token says, and ``TokenVerifier``, who says it.
+"""``AccessToken``, what a verified bearer token says, ``TokenVerifier``, who says it, and what
+a scope name may be.
 
-Values only: no I/O, no trio. Checking a token (signature, issuer, audience, expiry) is a
-verifier's job; what a request may then do with it is ``BearerAuth``'s (spec 2026-07-28
-basic/authorization §Token Handling).
+Values only: no I/O, no trio. The kernel hands a token to handlers (``ctx.access_token``)
+without knowing how it was checked; checking one (signature, issuer, audience, expiry) is a
+verifier's job, and what a request may then do with it is ``presa_trio.auth``'s (spec
+2026-07-28 basic/authorization §Token Handling).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, final
+
+# RFC 6749 §3.3 scope-token (no space, quote or backslash).
+_SCOPE_TOKEN = re.compile(r"[\x21\x23-\x5b\x5d-\x7e]+")
 
 
 @final
@@ -53,3 +59,14 @@ class TokenVerifier(Protocol):
     """
 
     async def verify(self, token: str) -> AccessToken | None: ...
+
+
+def check_scopes(scopes: Iterable[str], what: str = "scope") -> tuple[str, ...]:
+    """``scopes`` as a tuple, each checked to be an RFC 6749 scope token (ValueError if not)."""
+    if isinstance(scopes, str):
+        raise ValueError(f"{what}s must be a list of scope names, not one string")
+    found = tuple(scopes)
+    for scope in found:
+        if not isinstance(scope, str) or not _SCOPE_TOKEN.fullmatch(scope):
+            raise ValueError(f"{what} {scope!r} is not a scope token (RFC 6749 §3.3)")
+    return found

@@ -15,12 +15,12 @@ from typing import Any, final
 
 import trio
 
-from ._backend import Backend, BackendHealth, MemoryBackend
-from ._boundary import error_boundary
-from ._bus import BusEvent, SubscriptionBus, flag_event, resource_updated_event
-from ._request_state import StateSealer
-from ._shares import Shares, ThreadShares
-from .errors import InternalError, ServiceUnavailable
+from .._backends.protocol import Backend, BackendHealth, MemoryBackend
+from .._boundary import error_boundary
+from .._protocol.request_state import StateSealer
+from ..errors import InternalError, ServiceUnavailable
+from .bus import BusEvent, SubscriptionBus, flag_event, resource_updated_event
+from .shares import Shares, ThreadShares
 
 logger = logging.getLogger("presa_trio")
 

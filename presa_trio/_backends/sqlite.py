@@ -40,9 +40,9 @@ from urllib.parse import quote
 import outcome
 import trio
 
-from ._backend import BackendError
-from ._dir_watch import DirectoryWatch
-from ._shared import (
+from .dir_watch import DirectoryWatch
+from .protocol import BackendError
+from .sql import (
     DEFAULT_LEASE,
     IDLE_POLL,
     Connection,

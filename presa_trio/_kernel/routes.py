@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, final
 
-from ._context import Context
+from .context import Context
 
 MethodHandler = Callable[[Context, dict[str, Any]], Awaitable[dict[str, Any]]]
 

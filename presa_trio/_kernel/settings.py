@@ -11,13 +11,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, final
 
-from ._backend import parse_url
-from ._context import Context
-from ._extensions import Extension
-from ._registry import Registry
-from ._request_state import DEFAULT_MAX_STATE_BYTES, DEFAULT_TTL_SECONDS, KeyRing
-from ._tracing import Tracing
-from ._wire import dialect
+from .._backends.protocol import parse_url
+from .._protocol import dialect
+from .._protocol.request_state import DEFAULT_MAX_STATE_BYTES, DEFAULT_TTL_SECONDS, KeyRing
+from .context import Context
+from .extension_hooks import Extension
+from .registry import Registry
+from .tracing import Tracing
 
 DEFAULT_MAX_THREADS = 40
 DEFAULT_MAX_LISTENERS = 1_000

@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Any, final
 
 import trio
 
-from ._mrtr import InputRequired
-from ._wire.dialect import META_PROTOCOL_VERSION
-from ._wire.jsonrpc import Request
-from .errors import McpError
+from .._protocol.dialect import META_PROTOCOL_VERSION
+from .._protocol.input_requests import InputRequired
+from .._protocol.jsonrpc import Request
+from ..errors import McpError
 
 if TYPE_CHECKING:
     from opentelemetry.context import Context as OtelContext

@@ -3,7 +3,8 @@ dataclass, an ``Enum`` as its member, a ``list`` for a ``tuple`` as a tuple, ``"
 ``int`` as 5 (pydantic's lax mode, as the MCP Python SDK converts).
 
 One pydantic ``TypeAdapter`` per handler, built when it is declared; a call whose parameters
-JSON already gives as they are hinted (``str``, ``int``, ``list[str]``...) skips it. What is
+JSON already gives as they are hinted (``str``, ``int``, ``list[str]``...) skips it. And the
+other way, ``to_jsonable``: a handler's structured return value as plain JSON data. What is
 valid on the wire is the tool's inputSchema's business (the registry checks it); this module
 never calls the handler.
 """
@@ -11,6 +12,7 @@ never calls the handler.
 from __future__ import annotations
 
 import collections.abc as cabc
+import contextlib
 import dataclasses
 import enum
 import inspect
@@ -21,13 +23,14 @@ import typing
 from collections.abc import Mapping, Sequence
 from typing import Any, final
 
+import pydantic_core
 import typing_extensions
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
-from ._adapt import ADAPT_ERRORS, adapter_for, readable
-from ._typeschema import Param
+from .adapt import ADAPT_ERRORS, adapter_for, readable
+from .typeschema import Param
 
-__all__ = ["ArgumentError", "Binder"]
+__all__ = ["ArgumentError", "Binder", "to_jsonable"]
 
 logger = logging.getLogger("presa_trio")
 
@@ -320,3 +323,52 @@ def _is_container(tp: object) -> bool:
     return isinstance(tp, type) and (
         _is_typeddict(tp) or dataclasses.is_dataclass(tp) or issubclass(tp, BaseModel)
     )
+
+
+# ---------------------------------------------------------------------- values to JSON
+
+
+def to_jsonable(value: object) -> object:
+    """A tool's structured return value as plain JSON data (dicts, lists and scalars).
+
+    What is not a dataclass, enum, mapping or collection (a pydantic model, ``datetime``,
+    ``UUID``, ``Decimal``, ``Path``) is written as pydantic writes it; anything pydantic
+    cannot write either is handed back as it is (``json.dumps`` then refuses it).
+    """
+    if type(value) in _LEAVES:
+        return value
+    # plain lists and dicts first: most of a structure, and no ABC check for them; their
+    # leaves stay where they are, without a call each
+    if type(value) is list:
+        return [v if type(v) in _LEAVES else to_jsonable(v) for v in value]
+    if type(value) is dict:
+        return _jsonable_mapping(value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        # field by field: ``dataclasses.asdict`` would deep-copy every value first
+        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, enum.Enum):
+        return to_jsonable(value.value)
+    if isinstance(value, Mapping):
+        return _jsonable_mapping(value)
+    if isinstance(value, list | tuple):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, set | frozenset):
+        items: list[Any] = [to_jsonable(v) for v in value]
+        with contextlib.suppress(TypeError):  # unorderable items keep iteration order
+            items.sort()
+        return items
+    try:
+        return pydantic_core.to_jsonable_python(value, by_alias=True)
+    except pydantic_core.PydanticSerializationError:
+        return value
+
+
+def _jsonable_mapping(value: Mapping[Any, Any]) -> dict[Any, object]:
+    """A mapping's items as JSON data, an enum key by its value."""
+    return {
+        (k.value if isinstance(k, enum.Enum) else k): v if type(v) in _LEAVES else to_jsonable(v)
+        for k, v in value.items()
+    }
+
+
+_LEAVES = frozenset({str, int, float, bool, type(None)})  # JSON's scalars, these types exactly

@@ -18,7 +18,7 @@ from typing import cast, final
 
 import trio
 
-from .errors import CapacityExceeded
+from ..errors import CapacityExceeded
 
 
 @final
