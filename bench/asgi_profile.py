@@ -2,24 +2,25 @@
 
 No sockets, no hypercorn, no concurrency: trio scheduler passes are not amortized as under load.
 The breakdown starts from two raw apps: the raw app itself (trio's scheduler passes and the
-exchange, which presa pays too) and the raw app inside a cancel scope used as presa uses its one
-request scope (what that scope adds). ``folded`` (``bench/folded_app.py``) makes presa's checks
-for this request in one function: presa-out-off less folded is what presa's structure costs.
-Then it times each stage of presa's request alone (coroutines driven by hand, so that no
-scheduler pass lands in a stage), each one directly, never as the difference of two timings,
-which noise could make negative. What is left of the whole is the ASGI edge (headers, the
-responder, the first-wait forwarder) and the joins between stages, which cost more inside a
+exchange, which presa pays too) and the raw app run as presa runs a request, in a nursery of its
+own with a disconnect watcher and trio deadlines (what that structure adds). ``folded``
+(``bench/folded_app.py``) makes presa's checks for this request in one function: presa-out-off
+less folded is what presa's structure costs. Then it times each stage of presa's request alone
+(coroutines driven by hand, so that no scheduler pass lands in a stage), each one directly, never
+as the difference of two timings, which noise could make negative. What is left of the whole is
+the ASGI edge (headers, the responder) and the joins between stages, which cost more inside a
 whole request than alone.
 
-``--cold`` times the apps and the stages again after evicting the CPU caches before each
-request (``Evictor``): under load a request's code and data are no longer in the core's caches
-when it runs, and presa's share then costs two to three times what it costs warm."""
+``--cold`` times the apps and the stages again after evicting the CPU caches before each request
+(``Evictor``): under load a request's code and data are no longer in the core's caches when it
+runs, and presa's share then costs two to three times what it costs warm."""
 
 from __future__ import annotations
 
 import argparse
 import cProfile
 import io
+import math
 import pstats
 import statistics
 import subprocess
@@ -41,6 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench import callgrind, folded_app, raw_app
 from bench.http_bench import PROTO, ROOT, request_body
 from fixtures.conformance import build_server
+from presa_trio import Validation
 from presa_trio._kernel.requestlog import CURRENT
 from presa_trio._protocol.headers import RoutingHeaders
 from presa_trio._protocol.jsonrpc import Request, encode, parse_message, result_message
@@ -153,19 +155,31 @@ async def drive(
     return elapsed
 
 
-async def scoped_raw(scope: dict[str, Any], receive: Any, send: Any) -> None:
-    """The raw app inside the one cancel scope each presa request has (its deadlines are
-    not trio's but the run's keeper's, presa's own work). What trio's part of presa's
-    design costs, with no presa code: the floor of ``presa - raw``."""
+async def nursery_raw(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    """The raw app run as presa runs each request: in a nursery of its own whose scope's
+    deadline bounds the body's arrival and then the final write, beside a task that cancels
+    it if the client goes away. What trio's part of presa's design costs, with no presa
+    code: the floor of ``presa - raw``."""
     if scope["type"] != "http":
         await raw_app.app(scope, receive, send)
         return
-    with trio.CancelScope():
+    async with trio.open_nursery() as request:
+        request.cancel_scope.deadline = trio.current_time() + 30
         more = True
         while more:
             more = (await receive()).get("more_body", False)
+        request.cancel_scope.deadline = math.inf
+        request.start_soon(_watch, receive, request.cancel_scope)
+        request.cancel_scope.deadline = trio.current_time() + 30
         await send({"type": "http.response.start", "status": 200, "headers": raw_app.HEADERS})
         await send({"type": "http.response.body", "body": raw_app.BODY})
+        request.cancel_scope.cancel()
+
+
+async def _watch(receive: Any, request: trio.CancelScope) -> None:
+    """``nursery_raw``'s disconnect watcher (its answer is sent whole: nothing to spare)."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
 
 
 def opcodes(app: Any, body: bytes, n: int = 500) -> tuple[float, Counter[str]]:
@@ -251,7 +265,8 @@ async def stages(app: Any, body: bytes, n: int, timer: Timer = best_us) -> dict[
 
         ctx = context()
         # the admission ladder without its inbound validation (a server of its own)
-        ladder = build_server(validate_inbound=False, loop_warning=None).asgi_app().dispatcher
+        unchecked = build_server(validation=Validation(inbound=False), loop_warning=None)
+        ladder = unchecked.asgi_app().dispatcher
         inbound = timer(lambda: dispatcher.schemas.violations("CallToolRequest", message), n)
         outbound = timer(lambda: dispatcher._check_result(route, result), n)
         return {
@@ -266,10 +281,10 @@ async def stages(app: Any, body: bytes, n: int, timer: Timer = best_us) -> dict[
 
 # The apps compared, each made only when a mode needs it (a presa app compiles its schemas).
 APPS: dict[str, Callable[[], Any]] = {
-    "presa-out-on": lambda: build_server(validate_outbound=True).asgi_app(),
-    "presa-out-off": lambda: build_server(validate_outbound=False).asgi_app(),
+    "presa-out-on": lambda: build_server(validation=Validation(outbound=True)).asgi_app(),
+    "presa-out-off": lambda: build_server(validation=Validation(outbound=False)).asgi_app(),
     "raw": lambda: raw_app.app,
-    "raw-in-scope": lambda: scoped_raw,
+    "raw-in-nursery": lambda: nursery_raw,
     "folded": lambda: folded_app.app,  # presa's checks for this request in one function
 }
 
@@ -316,7 +331,7 @@ def warm_and_cold(n: int, runs: int, body: bytes) -> None:
     for label in ("presa-out-on", "presa-out-off", "folded"):
         warm, cold = (us[label, mode] - us["raw", mode] for mode in modes)
         print(f"{label} beyond raw: {warm:.1f} us warm, {cold:.1f} us cold ({cold / warm:.1f}x)")
-    alone = build_server(validate_outbound=True, loop_warning=None).asgi_app()
+    alone = build_server(validation=Validation(outbound=True), loop_warning=None).asgi_app()
     warm_stages = trio.run(stages, alone, body, 2000)
     cold_stages = trio.run(stages, alone, body, 300, partial(cold_us, evict=evict))
     print("\nstages of presa-out-on timed alone, us (warm: best of 5 x 2,000; cold: median of 300)")
@@ -367,7 +382,7 @@ def main() -> int:
         functions: dict[str, Counter[str]] = {}
         for label, make in APPS.items():
             count, functions[label] = opcodes(make(), body)
-            note = "  (the request's cancel scope)" if label == "raw-in-scope" else ""
+            note = "  (the request's nursery)" if label == "raw-in-nursery" else ""
             print(f"{label:<15}{count:>9,.0f}{note}")
         print(f"\ntop {args.top} functions of presa-out-off, opcodes per request")
         for where, total in functions["presa-out-off"].most_common(args.top):
@@ -396,10 +411,10 @@ def main() -> int:
     structure = totals["presa-out-off"] - totals["folded"]
     print(f"presa-out-off beyond folded (what presa's structure costs): {structure:.1f} us")
     # A server of its own: the stage loops block the event loop on purpose (no loop warning).
-    alone = build_server(validate_outbound=True, loop_warning=None).asgi_app()
+    alone = build_server(validation=Validation(outbound=True), loop_warning=None).asgi_app()
     parts = {
         "trio: the raw exchange": totals["raw"],  # trio's passes and the exchange
-        "trio: the request scope": totals["raw-in-scope"] - totals["raw"],
+        "trio: the request nursery": totals["raw-in-nursery"] - totals["raw"],
         **trio.run(stages, alone, body, max(args.n // 4, 1000)),
     }
     parts["ASGI edge + the rest"] = totals["presa-out-on"] - sum(parts.values())

@@ -44,7 +44,7 @@ from postgres_cluster import PORT, Cluster, running_cluster
 
 from presa_trio import Server
 from presa_trio.backends import parse_url
-from presa_trio.ext.tasks import Limits, Status, TaskRecord, TasksExtension
+from presa_trio.ext.tasks import Status, TaskLimits, TaskRecord, TasksExtension
 from presa_trio.ext.tasks._sql_store import RECOUNT, encode
 from presa_trio.testing import open_client
 
@@ -60,10 +60,10 @@ def spread(values: list[float]) -> str:
 # ------------------------------------------------------------------ 1: tasks in process
 
 
-UNLIMITED = Limits(None, None, None)
+UNLIMITED = TaskLimits(None, None, None)
 
 
-def task_server(cancelled_at: list[float] | None = None, limits: Limits = UNLIMITED) -> Server:
+def task_server(cancelled_at: list[float] | None = None, limits: TaskLimits = UNLIMITED) -> Server:
     server = Server("bench", "1")
     server.add_extension(TasksExtension(poll_interval_ms=10, limits=limits))
 
@@ -247,9 +247,9 @@ async def get_latencies(url: str, stored: int, samples: int) -> list[float]:
 
 async def create_latencies(url: str, stored: int, samples: int) -> list[float]:
     """Milliseconds per task creation with ``stored`` tasks of another principal in the
-    store, under the default ``Limits`` (so every creation counts what is stored), with
+    store, under the default ``TaskLimits`` (so every creation counts what is stored), with
     ``max_tasks`` raised to 100,000 where the default 10,000 would refuse."""
-    limits = Limits() if stored < 9_500 else Limits(max_tasks=100_000)
+    limits = TaskLimits() if stored < 9_500 else TaskLimits(max_tasks=100_000)
     server = task_server(limits=limits)
     async with open_client(server.asgi_app(backend=url), capabilities=TASKS) as client:
         await client.create_task("quick")  # the tables exist

@@ -5,8 +5,8 @@ Issue 12 asks presa to serve ``tools/call`` at 0.90x the raw app with at most 1.
 This app shows what that leaves for a library's structure. For the benchmark's request it does
 what presa does, in the same order and with presa's own parts where the work is the same: the
 path and method; Host and Origin (no Origin, a loopback Host); ``Accept`` and
-``Content-Type``; the body, read whole under a size limit, inside one cancel scope per request
-(presa's design); presa's strict JSON reader; the request against the vendored schema
+``Content-Type``; the body, read whole under a size limit, inside a cancel scope (where presa
+keeps the request's nursery); presa's strict JSON reader; the request against the vendored schema
 (jsonschema-rs, as presa compiles it); the protocol version in ``_meta`` and in its header;
 ``Mcp-Method`` and ``Mcp-Name`` against the body; the client's capabilities and info as
 objects; the tool looked up, its arguments checked against its input schema, the tool called;

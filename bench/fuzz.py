@@ -1,9 +1,9 @@
 """The HTTP fuzz run by hand: the families and oracle of ``tests/fuzz`` for 100,000 cases.
 
 Each family's share of ``--examples`` Hypothesis examples (scenarios) runs in batches, each
-batch against one run of a fresh fixture server (``build_server(validate_outbound=True)``,
-in process, no sockets), so task stores and listen buses start empty now and then, as
-restarts do. Problems are counted, not raised: the run goes on, and prints what it saw.
+batch against one run of a fresh fixture server (``build_server()``, which validates its
+responses; in process, no sockets), so task stores and listen buses start empty now and then,
+as restarts do. Problems are counted, not raised: the run goes on, and prints what it saw.
 
     .venv/bin/python bench/fuzz.py                     # 100,000 examples
     .venv/bin/python bench/fuzz.py --examples 2000 --seed 7 --jobs 2

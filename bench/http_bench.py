@@ -270,7 +270,7 @@ def main() -> int:
     )
     # Many short runs, the servers taking turns: this machine's speed swings for seconds at a
     # time, and medians over 9 runs of 2 s spread half as much from run to run as those over
-    # 3 runs of 5 s (bench/README.md, eighth round).
+    # 3 runs of 5 s (bench/PERFORMANCE.md).
     ap.add_argument("--reps", type=int, default=9, help="repetitions per (server, conc)")
     ap.add_argument("--duration", default="2s", help="wrk -d per run (default 2s)")
     ap.add_argument("--warmup", default="2s", help="warm-up run per server, '0' = none")

@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # tasks_bench's in-pro
 
 from tasks_bench import body, rpc
 
-from presa_trio import Server
+from presa_trio import Listing, Server
 from presa_trio._kernel.runtime import Runtime
 
 SIZES = (100, 1_000, 10_000)
@@ -35,7 +35,7 @@ LISTS = ("tools/list", "resources/list", "prompts/list")
 
 
 def build(n: int) -> Server:
-    server = Server("registry-bench", "0", loop_warning=None, page_size=PAGE)
+    server = Server("registry-bench", "0", loop_warning=None, listing=Listing(page_size=PAGE))
 
     def value() -> str:
         return "x"

@@ -39,7 +39,7 @@ from typing import Any
 import h11
 import trio
 
-from presa_trio.ext.tasks._extension import REAP_GRACE_MS
+from presa_trio.ext.tasks._reapers import REAP_GRACE_MS
 
 ROOT = Path(__file__).resolve().parent.parent
 VERSION = "2026-07-28"

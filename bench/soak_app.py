@@ -18,7 +18,7 @@ from collections import Counter
 import trio
 
 from presa_trio import Context, InternalError, Server
-from presa_trio.ext.tasks import Limits, TasksExtension
+from presa_trio.ext.tasks import TaskLimits, TasksExtension
 from presa_trio.mrtr import elicit
 
 TTL_MS = int(os.environ.get("SOAK_TTL_MS", "4000"))
@@ -29,7 +29,7 @@ server = Server("soak", "1")
 tasks_extension = TasksExtension(
     ttl_ms=TTL_MS,
     poll_interval_ms=50,
-    limits=Limits(max_tasks=None, max_stored_per_principal=None, max_active_per_principal=None),
+    limits=TaskLimits(max_tasks=None, max_stored_per_principal=None, max_active_per_principal=None),
     # Reap expired records every second (default: a minute), so the store's count shows
     # whether every record goes away once its TTL is over.
     reap_interval=REAP_SECONDS,

@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from presa_trio import Context, Runtime, Server
 from presa_trio._protocol.jsonrpc import encode, parse_message
-from presa_trio.ext.tasks import EXTENSION_ID, Limits, TasksExtension
+from presa_trio.ext.tasks import EXTENSION_ID, TaskLimits, TasksExtension
 from presa_trio.ext.tasks._runner import TaskRunner
 from presa_trio.mrtr import elicit
 
@@ -64,13 +64,16 @@ class Sink:
 
 
 def build() -> Server:
-    # Defaults (validate_inbound=True, validate_outbound=False), without the loop watch: a bench
+    # Defaults (Validation(inbound=True, outbound=False)), without the loop watch: a bench
     # loop of calls that never wait is what it warns about, not a handler.
     server = Server("tasks-bench", "0", loop_warning=None)
     server.add_extension(
         TasksExtension(
-            limits=Limits(
-                max_tasks=None, max_stored_per_principal=None, max_active_per_principal=None
+            limits=TaskLimits(
+                max_tasks=None,
+                max_stored_per_principal=None,
+                max_active_per_principal=None,
+                max_stored_bytes=None,  # 10,000 parked tasks pass the default byte bound
             )
         )
     )
@@ -252,18 +255,19 @@ def owner(frame: Any) -> str:
     return "harness"
 
 
-TRIO_ALONE = "trio alone: spawn, nursery, deadline"
+TRIO_ALONE = "trio alone: spawn, scope, nursery, deadline"
 
 
-async def _shape() -> None:
-    """The runner's trio shape for a task, with no presa code: a nursery, the TTL its
-    scope's deadline."""
-    async with trio.open_nursery() as nursery:
-        nursery.cancel_scope.deadline = trio.current_time() + 3600
+async def _shape(scope: trio.CancelScope) -> None:
+    """The runner's trio shape for a task, with no presa code: the task's cancel scope
+    (made before it is spawned), a nursery inside it, the TTL its deadline."""
+    with scope:
+        async with trio.open_nursery() as nursery:
+            nursery.cancel_scope.deadline = trio.current_time() + 3600
 
 
 async def spawn_shape(nursery: trio.Nursery) -> None:
-    nursery.start_soon(_shape)
+    nursery.start_soon(_shape, trio.CancelScope())
     await trio.lowlevel.checkpoint()  # one scheduler pass, as a tool that awaits once
 
 
@@ -324,20 +328,21 @@ Tool = Callable[[trio.MemoryReceiveChannel[Any]], Awaitable[Any]]
 
 async def _parked_bytes(count: int, tool: Tool) -> float:
     """Bytes/task of ``count`` tasks in the runner's trio shape (``TaskRunner.launch`` and
-    ``_attempt``): a spawned task, its nursery (the TTL its cancel scope's deadline), one
-    channel, and ``tool`` parked on it."""
+    ``_attempt``): a spawned task, its cancel scope, its nursery inside (the TTL that
+    nursery's deadline), one channel, and ``tool`` parked on it."""
 
-    async def task() -> None:
+    async def task(scope: trio.CancelScope) -> None:
         _send, receive = trio.open_memory_channel[Any](1)  # _send stays alive in this frame
-        async with trio.open_nursery() as nursery:
-            nursery.cancel_scope.deadline = trio.current_time() + 3600
-            await tool(receive)
+        with scope:
+            async with trio.open_nursery() as nursery:
+                nursery.cancel_scope.deadline = trio.current_time() + 3600
+                await tool(receive)
 
     async with trio.open_nursery() as nursery:
         gc.collect()
         tracemalloc.start()
         for _ in range(count):
-            nursery.start_soon(task)
+            nursery.start_soon(task, trio.CancelScope())
         await trio.testing.wait_all_tasks_blocked()
         gc.collect()
         size = tracemalloc.get_traced_memory()[0] / count

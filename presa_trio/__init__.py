@@ -5,8 +5,8 @@ HTTP with ``server.asgi_app()`` under ``hypercorn --worker-class trio``, or over
 ``serve_stdio(server)``. Bearer-token authorization over HTTP: ``presa_trio.auth``. Writing a
 protocol extension: ``presa_trio.extensions``.
 
-``AsgiApp`` and ``serve_stdio`` are loaded when first named: a program that embeds a server
-and serves it some other way never imports the HTTP or stdio edge.
+``AsgiApp``, its ``Timeouts`` and ``serve_stdio`` are loaded when first named: a program that
+embeds a server and serves it some other way never imports the HTTP or stdio edge.
 """
 
 from typing import TYPE_CHECKING, Any
@@ -16,8 +16,12 @@ from ._handlers.typeschema import Param as Param
 from ._kernel.context import Context as Context
 from ._kernel.requestlog import RequestFilter as RequestFilter
 from ._kernel.runtime import Runtime as Runtime
-from ._protocol.admission import HostPolicy as HostPolicy
+from ._kernel.settings import Limits as Limits
+from ._kernel.settings import Listing as Listing
+from ._kernel.settings import RequestState as RequestState
+from ._kernel.settings import Validation as Validation
 from ._protocol.dialect import PROTOCOL_VERSION as PROTOCOL_VERSION
+from ._protocol.headers import HostPolicy as HostPolicy
 from ._protocol.request_state import KeyRing as KeyRing
 from ._protocol.schema import Schemas as Schemas
 from ._protocol.schema import Violation as Violation
@@ -39,16 +43,21 @@ __all__ = [
     "InternalError",
     "InvalidParams",
     "KeyRing",
+    "Limits",
+    "Listing",
     "McpError",
     "MethodNotFound",
     "MissingCapability",
     "Param",
     "RequestFilter",
+    "RequestState",
     "Runtime",
     "Schemas",
     "Server",
+    "Timeouts",
     "ToolError",
     "ToolResult",
+    "Validation",
     "Violation",
     "serve_stdio",
 ]
@@ -56,6 +65,7 @@ __all__ = [
 if TYPE_CHECKING:
     from ._transports.asgi import AsgiApp as AsgiApp
     from ._transports.stdio import serve_stdio as serve_stdio
+    from ._transports.timeouts import Timeouts as Timeouts
 
 
 def __getattr__(name: str) -> Any:
@@ -63,6 +73,10 @@ def __getattr__(name: str) -> Any:
         from ._transports.asgi import AsgiApp
 
         return AsgiApp
+    if name == "Timeouts":
+        from ._transports.timeouts import Timeouts
+
+        return Timeouts
     if name == "serve_stdio":
         from ._transports.stdio import serve_stdio
 

@@ -19,7 +19,7 @@ from functools import partial
 from typing import Any
 
 from ._kernel.requestlog import RequestFilter
-from ._process.shutdown import ShutdownBound
+from ._process.shutdown import DEFAULT_SECONDS, ShutdownBound
 
 DESCRIPTION = """\
 presa-trio: serve MCP 2026-07-28 servers written with presa_trio, and check MCP traffic.
@@ -133,7 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
     limits.add_argument(
         "--shutdown-timeout",
         type=float,
-        default=10.0,
+        default=DEFAULT_SECONDS,
         metavar="S",
         help="after SIGTERM/SIGINT (or end of stdin), the process is gone within S seconds, "
         "whatever still runs (default 10); requests in flight get half of it",
@@ -211,8 +211,9 @@ def _servable(target: Any) -> Any:
 def serve(args: argparse.Namespace) -> int:
     import trio
 
-    from ._protocol.admission import LOOPBACK_HOSTS, HostPolicy
+    from ._protocol.headers import LOOPBACK_HOSTS, HostPolicy
     from ._transports.asgi import AsgiApp
+    from ._transports.timeouts import Timeouts
 
     _log_to_stderr(args)
     target = _servable(load_target(args.target))
@@ -242,19 +243,16 @@ def serve(args: argparse.Namespace) -> int:
     if isinstance(target, AsgiApp):
         app: Any = target
     else:
-        options: dict[str, Any] = {"cors": args.cors, "state_keys": _state_keys(args)}
-        if args.max_body is not None:
-            options["max_body"] = args.max_body
+        # The process's shutdown bound is ``bound``, this command's: the app gets none.
         hosts = _allowed_hosts(args)
-        if hosts:
-            options["host_policy"] = HostPolicy(allowed_hosts=LOOPBACK_HOSTS | hosts)
         app = target.asgi_app(
-            backend=store,
             path=args.path,
-            **options,
-            body_timeout=args.body_timeout,
-            write_timeout=args.write_timeout,
-            shutdown_timeout=args.shutdown_timeout,
+            max_body=args.max_body,
+            host_policy=HostPolicy(allowed_hosts=LOOPBACK_HOSTS | hosts) if hosts else None,
+            timeouts=Timeouts(body=args.body_timeout, write=args.write_timeout),
+            cors=args.cors,
+            backend=store,
+            state_keys=_state_keys(args),
         )
     if args.supervisor_fd is None:
         print(f"presa-trio: serving at http://{bind}{app.path}", file=sys.stderr)

@@ -12,7 +12,7 @@ import logging
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from functools import partial
-from typing import TYPE_CHECKING, Any, TypeVar, final
+from typing import TYPE_CHECKING, Any, TypeVar, Unpack, final
 
 import trio
 
@@ -27,30 +27,31 @@ from ._kernel.methods import core_routes
 from ._kernel.registry import Completer, Prompt, Registry, Resource, ResourceTemplate, Tool
 from ._kernel.runtime import Runtime
 from ._kernel.settings import (
-    DEFAULT_MAX_BACKGROUND,
-    DEFAULT_MAX_BACKGROUND_PER_PRINCIPAL,
-    DEFAULT_MAX_LISTENERS,
-    DEFAULT_MAX_LISTENERS_PER_PRINCIPAL,
-    DEFAULT_MAX_THREADS,
-    DEFAULT_MAX_THREADS_PER_PRINCIPAL,
+    DEFAULT_LIMITS,
+    DEFAULT_LISTING,
+    DEFAULT_REQUEST_STATE,
+    DEFAULT_VALIDATION,
+    Limits,
+    Listing,
+    OldSettings,
+    RequestState,
     Served,
     Settings,
+    Validation,
+    regroup,
 )
 from ._kernel.signature import Handler, Signature
 from ._kernel.tracing import Tracing
-from ._protocol.request_state import (
-    DEFAULT_MAX_STATE_BYTES,
-    DEFAULT_TTL_SECONDS,
-    KeyRing,
-    StateSealer,
-)
+from ._protocol.request_state import KeyRing, StateSealer
 from ._protocol.schema import Schemas
 from ._protocol.tokens import check_scopes
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
 
+    from ._protocol.headers import HostPolicy
     from ._transports.asgi import AsgiApp
+    from ._transports.timeouts import OldTimeouts, Timeouts
     from .auth import BearerAuth
 
 F = TypeVar("F", bound=Handler)
@@ -95,26 +96,13 @@ class Server:
 
     ``principal(ctx)`` names who is asking (from your authentication): a ``requestState``
     issued to one principal is refused for another (wire §10.4), and extensions scope their
-    data by it. Every resource a client can make the server hold is bounded: ``max_threads``
-    (worker threads for sync handlers), ``max_listeners`` (open listen streams),
-    ``max_background`` (``ctx.start_background`` work), ``max_state_bytes`` (a sealed
-    ``requestState``). Past the listen or the background bound the answer is a retryable
-    -32603 (HTTP 503) naming it in ``data.limit``; a sync call waits for a thread instead.
-    The first three are counted in each worker, so one principal (``ctx.principal``) may
-    hold only a share of each, and the rest stays for the others (None: no share; README
-    "Limits and deadlines" says why the other bounds need none):
-
-    ======================================  =====  ==========================================
-    Share of one principal, in one worker   Of     Past it
-    ======================================  =====  ==========================================
-    ``max_listeners_per_principal=100``     1,000  503, ``max_listen_streams_per_principal``
-    ``max_background_per_principal=100``    1,000  503, ``max_background_tasks_per_principal``
-    ``max_threads_per_principal=20``        40     its sync calls wait for its own threads
-    ======================================  =====  ==========================================
-
-    A call abandoned in its thread keeps its place in the share until its function returns.
-    The anonymous principal "" (no ``principal`` function and no ``auth``: a server that
-    cannot tell its clients apart) holds no share; only the bounds apply to it.
+    data by it. Every resource a client can make the server hold is bounded: ``limits``
+    (``presa_trio.Limits``: worker threads, listen streams, background work, and each
+    principal's share of them) and ``request_state`` (``presa_trio.RequestState``: its keys,
+    how long a client has to answer, its largest size). ``validation`` (``Validation``) says
+    which messages are checked against the schema (requests by default; responses too with
+    ``Validation(outbound=True)``, for tests); ``listing`` (``Listing``) is the caching and
+    paging of list results. ``logging`` declares the ``logging`` capability.
     ``loop_warning`` logs when the event loop was blocked that many seconds (None: never).
     ``backend`` is the URL of the state shared by this server's workers: ``"memory:"`` (the
     default: this process only) or ``"sqlite:///ABSOLUTE/PATH.db"`` (every worker process
@@ -128,6 +116,10 @@ class Server:
     ``auth`` (a ``presa_trio.auth.BearerAuth``) makes its HTTP apps require a bearer token
     and serve their Protected Resource Metadata; the token's subject is then the default
     principal. stdio ignores it: there, credentials come from the environment.
+
+    The keyword arguments these groups replaced (``max_threads=``, ``validate_outbound=``,
+    ``list_ttl_ms=``, ``state_keys=``...) still work, each with a ``DeprecationWarning``
+    naming its place in a group.
     """
 
     def __init__(
@@ -137,29 +129,23 @@ class Server:
         *,
         title: str | None = None,
         instructions: str | None = None,
-        validate_inbound: bool = True,
-        validate_outbound: bool = False,
-        list_ttl_ms: int = 60_000,
-        cache_scope: str = "public",
-        page_size: int | None = None,
         logging: bool = False,
         schemas: Schemas | None = None,
-        state_keys: KeyRing | None = None,
-        state_ttl: float = DEFAULT_TTL_SECONDS,
         principal: Callable[[Context], str] | None = None,
-        max_threads: int = DEFAULT_MAX_THREADS,
-        max_threads_per_principal: int | None = DEFAULT_MAX_THREADS_PER_PRINCIPAL,
-        max_listeners: int | None = DEFAULT_MAX_LISTENERS,
-        max_listeners_per_principal: int | None = DEFAULT_MAX_LISTENERS_PER_PRINCIPAL,
-        max_background: int = DEFAULT_MAX_BACKGROUND,
-        max_background_per_principal: int | None = DEFAULT_MAX_BACKGROUND_PER_PRINCIPAL,
-        max_state_bytes: int = DEFAULT_MAX_STATE_BYTES,
         loop_warning: float | None = 0.5,
         backend: str | None = None,
         lifespan: Lifespan | None = None,
         tracing: bool | TracerProvider = False,
         auth: BearerAuth | None = None,
+        limits: Limits = DEFAULT_LIMITS,
+        validation: Validation = DEFAULT_VALIDATION,
+        listing: Listing = DEFAULT_LISTING,
+        request_state: RequestState = DEFAULT_REQUEST_STATE,
+        **deprecated: Unpack[OldSettings],
     ) -> None:
+        if deprecated:
+            groups = (limits, validation, listing, request_state)
+            limits, validation, listing, request_state = regroup(groups, deprecated)
         info: dict[str, Any] = {"name": name, "version": version}
         if title is not None:
             info["title"] = title
@@ -167,22 +153,12 @@ class Server:
         self.settings = Settings(
             server_info=info,
             instructions=instructions,
-            validate_inbound=validate_inbound,
-            validate_outbound=validate_outbound,
-            list_ttl_ms=list_ttl_ms,
-            cache_scope=cache_scope,
-            page_size=page_size,
             logging=logging,
             principal=principal,
-            state_keys=state_keys,
-            state_ttl=state_ttl,
-            max_state_bytes=max_state_bytes,
-            max_threads=max_threads,
-            max_threads_per_principal=max_threads_per_principal,
-            max_listeners=max_listeners,
-            max_listeners_per_principal=max_listeners_per_principal,
-            max_background=max_background,
-            max_background_per_principal=max_background_per_principal,
+            limits=limits,
+            validation=validation,
+            listing=listing,
+            request_state=request_state,
             loop_warning=loop_warning,
             backend=backend,
             tracing=_tracing(tracing),
@@ -391,27 +367,28 @@ class Server:
         final result, no new tasks are admitted), then its background work is cancelled.
         """
         settings = self.settings
-        limiter = trio.CapacityLimiter(settings.max_threads)
+        limits, sealing = settings.limits, settings.request_state
+        limiter = trio.CapacityLimiter(limits.max_threads)
         bus = SubscriptionBus(
-            max_listeners=settings.max_listeners,
-            max_listeners_per_principal=settings.max_listeners_per_principal,
+            max_listeners=limits.max_listeners,
+            max_listeners_per_principal=limits.max_listeners_per_principal,
         )
         lifespan = self._lifespan if self._lifespan is not None else _no_lifespan
         async with open_backend(backend or settings.backend) as opened, lifespan(self) as state:
-            ring = state_keys if state_keys is not None else settings.state_keys
+            ring = state_keys if state_keys is not None else sealing.keys
             if ring is None and (key := await opened.shared_key()) is not None:
                 ring = KeyRing([("shared", key)])
-            sealer = StateSealer(ring, settings.state_ttl, settings.max_state_bytes)
+            sealer = StateSealer(ring, sealing.ttl, sealing.max_bytes)
             async with trio.open_nursery() as nursery:
                 runtime = Runtime(
                     nursery,
                     sealer=sealer,
                     thread_limiter=limiter,
-                    threads_per_principal=settings.max_threads_per_principal,
+                    threads_per_principal=limits.max_threads_per_principal,
                     bus=bus,
                     backend=opened,
-                    max_background=settings.max_background,
-                    max_background_per_principal=settings.max_background_per_principal,
+                    max_background=limits.max_background,
+                    max_background_per_principal=limits.max_background_per_principal,
                     lifespan_state=state,
                 )
                 try:
@@ -437,20 +414,49 @@ class Server:
     def asgi_app(
         self,
         *,
+        path: str = "/mcp",
+        max_body: int | None = None,
+        host_policy: HostPolicy | None = None,
+        timeouts: Timeouts | None = None,
+        shutdown_timeout: float | None = None,
+        cors: bool = False,
+        auth: BearerAuth | None = None,
         backend: str | None = None,
         state_keys: KeyRing | None = None,
-        auth: BearerAuth | None = None,
-        **options: Any,
+        **deprecated: Unpack[OldTimeouts],
     ) -> AsgiApp:
-        """The Streamable HTTP ASGI app for this server (see ``presa_trio.AsgiApp``);
-        ``backend``, ``state_keys`` and ``auth`` override the server's settings for it."""
-        from ._transports.asgi import AsgiApp  # an embedding that serves no HTTP never loads it
+        """The Streamable HTTP ASGI app for this server (see ``presa_trio.AsgiApp`` for
+        ``path``, ``max_body`` (None: 4 MiB), ``host_policy``, ``timeouts`` (None:
+        ``Timeouts()``), ``shutdown_timeout``, ``cors`` and ``auth``); ``backend``,
+        ``state_keys`` and ``auth`` override the server's settings for it.
+
+        ``shutdown_timeout`` is process policy, off by default: a program that runs
+        hypercorn itself and wants its process gone within that many seconds of the start
+        of its shutdown, whatever still runs, asks for it here (``presa-trio serve`` keeps
+        its own, ``--shutdown-timeout``). ``body_timeout=`` and ``write_timeout=`` still
+        work, with a ``DeprecationWarning``: they are ``timeouts=Timeouts(body=, write=)``.
+        """
+        # An embedding that serves no HTTP never loads these.
+        from ._transports.asgi import DEFAULT_MAX_BODY, AsgiApp
+        from ._transports.timeouts import DEFAULT_TIMEOUTS, regroup_timeouts
 
         if backend is not None:
             parse_url(backend)
-        run = partial(self.open_runtime, backend, state_keys)
-        chosen = auth if auth is not None else self.auth
-        return AsgiApp(self.dispatcher, run, auth=chosen, **options)
+        if timeouts is None:
+            timeouts = DEFAULT_TIMEOUTS
+        if deprecated:
+            timeouts = regroup_timeouts(timeouts, deprecated, "asgi_app")
+        return AsgiApp(
+            self.dispatcher,
+            partial(self.open_runtime, backend, state_keys),
+            path=path,
+            max_body=DEFAULT_MAX_BODY if max_body is None else max_body,
+            host_policy=host_policy,
+            timeouts=timeouts,
+            shutdown_timeout=shutdown_timeout,
+            cors=cors,
+            auth=auth if auth is not None else self.auth,
+        )
 
     # ------------------------------------------------------------------ change notifications
 

@@ -11,10 +11,12 @@ workers' signals while some are expected, default 0.01) for SQLite. Pass the URL
 ``server.open_runtime(backend=...)``; ``presa-trio serve`` takes ``--store URL`` (default:
 the ``PRESA_STORE`` environment variable).
 
-Extensions reach the run's backend as ``ExtensionContext.backend``; a store for a shared
-backend runs its statements on ``SharedBackend.db`` (a ``SqlDatabase``). Whether the
-backend works now is ``Runtime.backend_health()`` (a ``BackendHealth``): a shared backend's
-heartbeat and signal loop retry what fails, with backoff, and report it there.
+Extensions reach the run's backend as ``ExtensionContext.backend`` and ask it for what they
+need by protocol: a backend on a SQL database is ``SqlBacked`` (a store for it runs its
+statements on ``db``, a ``SqlDatabase``), and a shared one keeps ``WorkerLeases`` (which
+workers are alive). Whether the backend works now is ``Runtime.backend_health()`` (a
+``BackendHealth``): a shared backend's heartbeat and signal loop retry what fails, with
+backoff, and report it there.
 """
 
 from __future__ import annotations
@@ -28,9 +30,11 @@ from ._backends.protocol import BackendError as BackendError
 from ._backends.protocol import BackendHealth as BackendHealth
 from ._backends.protocol import BackendUrl as BackendUrl
 from ._backends.protocol import MemoryBackend as MemoryBackend
+from ._backends.protocol import WorkerLeases as WorkerLeases
 from ._backends.protocol import parse_url as parse_url
 from ._backends.sql import Connection as Connection
 from ._backends.sql import SharedBackend as SharedBackend
+from ._backends.sql import SqlBacked as SqlBacked
 from ._backends.sql import SqlDatabase as SqlDatabase
 from ._backends.sql import StorageUnavailable as StorageUnavailable
 from ._backends.sqlite import SqliteDatabase as SqliteDatabase
@@ -45,9 +49,11 @@ __all__ = [
     "Connection",
     "MemoryBackend",
     "SharedBackend",
+    "SqlBacked",
     "SqlDatabase",
     "SqliteDatabase",
     "StorageUnavailable",
+    "WorkerLeases",
     "check_url",
     "open_backend",
     "parse_url",

@@ -1,10 +1,12 @@
 """Writing a protocol extension: everything an extension may use of presa_trio, and no more.
 
 Subclass ``Extension``; serve methods with ``Route``; keep per-run state in the service your
-``serve`` starts (it receives an ``ExtensionContext``); wrap work you run for users in the
-same error boundaries the core uses, and trace it with ``ExtensionContext.tracing`` (None when
-the server does not trace); measure or store what will go on the wire with ``to_json``, the
-writer the wire uses. ``presa_trio.ext.tasks`` is written on this alone.
+``serve`` starts (it receives an ``ExtensionContext``), and name its type,
+``Extension[MyService]``, so that ``ctx.service(extension)`` is typed; wrap work you run for
+users in the same error boundaries the core uses, and trace it with
+``ExtensionContext.tracing`` (None when the server does not trace); measure or store what will
+go on the wire with ``to_json``, the writer the wire uses. ``presa_trio.ext.tasks`` is written
+on this alone.
 """
 
 from ._boundary import error_boundary as error_boundary

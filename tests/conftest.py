@@ -14,7 +14,7 @@ from presa_trio.testing import Client, open_client
 
 @pytest.fixture
 def fixture_server() -> Server:
-    return build_server(validate_outbound=True)
+    return build_server()
 
 
 @pytest.fixture

@@ -20,6 +20,10 @@ which one they have:
 - ``attention()``: held while this worker expects signals, which then arrive promptly;
 - ``health()``: whether its background work (heartbeats, reading signals) currently
   succeeds, as a ``BackendHealth`` (what ``Runtime.backend_health()`` reports).
+
+What some backends also offer is a protocol of its own, which a caller checks for: a shared
+backend keeps ``WorkerLeases`` (which workers are alive), and one on a SQL database is
+``SqlBacked`` (``presa_trio.backends``).
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ import secrets
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
-from typing import Any, Protocol, final
+from typing import Any, Protocol, final, runtime_checkable
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import trio
@@ -91,6 +95,26 @@ class Backend(Protocol):
 
     def health(self) -> BackendHealth:
         """Whether this backend's background work succeeds now (see ``BackendHealth``)."""
+        ...
+
+
+@runtime_checkable
+class WorkerLeases(Protocol):
+    """Leases of the workers sharing a backend: each worker renews its own, and a worker
+    whose lease lapsed (or that left) is lost. What the Tasks extension asks, with a
+    ``LeaseStore``, to fail the tasks a lost worker leaves."""
+
+    #: Seconds a worker may go without renewing its lease before it counts as lost.
+    lease: float
+
+    @property
+    def judges_leases(self) -> bool:
+        """Whether this worker may judge others' leases now: only once its own renewals
+        have held for a whole lease (after an outage every lease looks lapsed)."""
+        ...
+
+    async def live_workers(self) -> frozenset[str]:
+        """The workers whose lease holds now (this one among them while it renews)."""
         ...
 
 

@@ -8,8 +8,9 @@ One implementation over any ``SqlDatabase`` (SQLite for one host, PostgreSQL for
   every row after the last one it saw, so a wake-up that goes missing (a dropped
   connection) delays a signal, never loses it. How a worker learns that there are new rows
   is the database's business (``SqlDatabase.changes``);
-- **leases**: each worker renews its row in ``presa_workers`` every quarter of ``lease``;
-  a worker whose row is older is lost, and the Tasks extension fails its tasks;
+- **leases** (``WorkerLeases``): each worker renews its row in ``presa_workers`` every
+  quarter of ``lease``; a worker whose row is older, by the database's clock, is lost, and
+  the Tasks extension fails its tasks;
 - **the requestState key**, made once by the first worker and kept in ``presa_meta``.
 
 Both background loops (signals, heartbeats) sit behind an error boundary: an iteration
@@ -32,7 +33,7 @@ import secrets
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, Protocol, TypeVar, final
+from typing import Any, Protocol, TypeVar, final, runtime_checkable
 
 import trio
 
@@ -242,6 +243,14 @@ class SqlDatabase(Protocol):
     async def aclose(self) -> None: ...
 
 
+@runtime_checkable
+class SqlBacked(Protocol):
+    """A backend whose workers share a SQL database: what it shares, and what the stores
+    built on it keep (``presa_trio.ext.tasks`` its tasks), is in ``db``."""
+
+    db: SqlDatabase
+
+
 @final
 class SharedBackend:
     """One run's handle on a shared database (see the module docstring). Made by
@@ -275,6 +284,17 @@ class SharedBackend:
         looks lapsed; waiting a lease gives every living worker time to renew its own."""
         since = self._healthy_since
         return since is not None and trio.current_time() - since >= self.lease
+
+    async def live_workers(self) -> frozenset[str]:
+        """The workers whose lease holds: renewed within ``lease``, by the database's clock
+        (``WorkerLeases``)."""
+        query = f"SELECT worker_id FROM presa_workers WHERE heartbeat_ms >= {self.db.clock} - ?"
+        lease_ms = int(self.lease * 1000)
+
+        def select(conn: Connection) -> frozenset[str]:
+            return frozenset(str(row[0]) for row in conn.execute(query, (lease_ms,)).fetchall())
+
+        return await self.db.run(select)
 
     def health(self) -> BackendHealth:
         """Unhealthy while the heartbeat or the signal loop fails (the reason names which,

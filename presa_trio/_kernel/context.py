@@ -9,9 +9,10 @@ never sends a request to the client (wire §13.3). The run it belongs to is ``ct
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, final
+from typing import Any, Protocol, TypeVar, final, overload
 
 import trio
 
@@ -24,19 +25,48 @@ from .._protocol.schema import Schemas
 from .._protocol.tokens import AccessToken
 from ..errors import MissingCapability
 from .authorization import Authorization
-from .runtime import Runtime
+from .runtime import Runtime, ServiceProvider
 
 logger = logging.getLogger("presa_trio")
 
-Notify = Callable[[dict[str, Any]], Awaitable[None]]
 InputRequests = Mapping[str, Mapping[str, Any]]
 InputProvider = Callable[["Context", InputRequests], Awaitable[dict[str, Any]]]
 PrincipalOf = Callable[["Context"], str]
+_S = TypeVar("_S")
 _NO_RESPONSES: Mapping[str, Any] = MappingProxyType({})  # a request that is not a retry
 
 
-async def _nowhere(message: dict[str, Any]) -> None:
-    """Where a detached context's notifications go: a task has no stream (SEP-2663)."""
+class Responder(Protocol):
+    """How a transport carries one request's messages back to its client.
+
+    Messages arrive encoded (compact one-line UTF-8 JSON): the dispatcher encodes each once,
+    and only what encodes is ever sent.
+    """
+
+    async def notify(self, data: bytes) -> None:
+        """Send a request-scoped notification (may turn the response into a stream)."""
+
+    async def keepalive(self) -> None:
+        """Keep a quiet long-lived stream open (an SSE comment on HTTP)."""
+
+    async def finish(
+        self, data: bytes, status: int, headers: Sequence[tuple[str, str]] = ()
+    ) -> None:
+        """Send the final response; ``status`` and ``headers`` (an error's
+        ``WWW-Authenticate``, say) are for HTTP, if no stream started yet."""
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class ServerView:
+    """What every ``Context`` of one server shares, made once with the server's dispatcher:
+    its schemas, who names a request's principal, whether it logs, and how a notification
+    reaches a responder (checked and encoded: ``send``)."""
+
+    schemas: Schemas
+    send: Callable[[Responder, dict[str, Any]], Awaitable[None]]
+    principal_of: PrincipalOf | None = None
+    logging: bool = False
 
 
 @final
@@ -49,23 +79,19 @@ class Context:
 
     __slots__ = (
         "_authorization",
+        "_extras",
         "_last_progress",
-        "_logging",
-        "_notify",
         "_principal",
-        "_principal_of",
         "_provide",
-        "extras",
+        "_responder",
+        "_server",
         "headers",
-        "input_responses",
-        "keepalive",
         "meta",
         "method",
         "params",
         "request_id",
         "round",
         "runtime",
-        "schemas",
         "state",
     )
 
@@ -77,12 +103,9 @@ class Context:
         meta: RequestMeta,
         *,
         runtime: Runtime,
-        schemas: Schemas,
-        notify: Notify = _nowhere,
+        server: ServerView,
+        responder: Responder | None = None,
         headers: RoutingHeaders | None = None,
-        keepalive: Callable[[], Awaitable[None]] | None = None,
-        principal_of: PrincipalOf | None = None,
-        logging: bool = False,
         authorization: Authorization | None = None,
     ) -> None:
         self.request_id = request_id
@@ -90,28 +113,39 @@ class Context:
         self.params = params
         self.meta = meta
         self.runtime = runtime
-        self.schemas = schemas
-        self._notify = notify
+        self._server = server
+        # Where notifications go: None for a detached context (a task has no stream).
+        self._responder = responder
         # The HTTP routing headers (None on stdio): tools/call checks Mcp-Param-* with them.
         self.headers = headers
-        self.keepalive = keepalive
-        # MRTR (wire §10): the retry's answers, and the verified state of the round it closes.
-        responses = params.get("inputResponses")
-        self.input_responses: Mapping[str, Any] = (
-            responses if isinstance(responses, dict) else _NO_RESPONSES
-        )
+        # How the HTTP request was authorized; None on stdio, where it does not apply.
+        self._authorization = authorization
+        # MRTR (wire §10): the verified state of the round a retry closes, and its number.
         self.state: Mapping[str, Any] | None = None
         self.round = 0
         # Who answers ``await ctx.input(...)`` instead of an MRTR round (a task parks there).
         self._provide: InputProvider | None = None
-        self._principal_of = principal_of
         self._principal: str | None = None
-        # How the HTTP request was authorized; None on stdio, where it does not apply.
-        self._authorization = authorization
-        self._logging = logging
         self._last_progress: float | None = None
-        # Per-request scratch space for extensions and middleware; dies with the request.
-        self.extras: dict[str, Any] = {}
+        self._extras: dict[str, Any] | None = None
+
+    @property
+    def schemas(self) -> Schemas:
+        """The server's schemas (what requests and results are checked against)."""
+        return self._server.schemas
+
+    @property
+    def input_responses(self) -> Mapping[str, Any]:
+        """The answers a retry brought (wire §10), by input request key; empty otherwise."""
+        responses = self.params.get("inputResponses")
+        return responses if isinstance(responses, dict) else _NO_RESPONSES
+
+    @property
+    def extras(self) -> dict[str, Any]:
+        """Per-request scratch space for extensions and middleware; dies with the request."""
+        if self._extras is None:
+            self._extras = {}
+        return self._extras
 
     # ------------------------------------------------------------------ who is asking
 
@@ -126,8 +160,9 @@ class Context:
         the verified token's principal (its subject, see ``AccessToken.principal``), and ""
         when there is no token."""
         if self._principal is None:
-            if self._principal_of is not None:
-                self._principal = self._principal_of(self)
+            principal_of = self._server.principal_of
+            if principal_of is not None:
+                self._principal = principal_of(self)
             else:
                 token = self.access_token
                 self._principal = token.principal if token is not None else ""
@@ -173,8 +208,15 @@ class Context:
         """
         self.runtime.start_background(fn, *args, name=name, principal=self.principal)
 
-    def service(self, extension: Any) -> Any:
-        """The service ``extension`` (or its id) started for this run."""
+    @overload
+    def service(self, extension: ServiceProvider[_S]) -> _S: ...
+
+    @overload
+    def service(self, extension: str) -> Any: ...
+
+    def service(self, extension: ServiceProvider[Any] | str) -> Any:
+        """The service ``extension`` (or its id) started for this run: for an
+        ``Extension[MyService]``, the ``MyService`` its ``serve`` reported started."""
         return self.runtime.service(extension)
 
     @property
@@ -185,8 +227,19 @@ class Context:
     # ------------------------------------------------------------------ the way back
 
     async def notify(self, message: dict[str, Any]) -> None:
-        """Send a raw notification on this request's own stream (validated when on)."""
-        await self._notify(message)
+        """Send a raw notification on this request's own stream (validated when on); a
+        detached context (a task's) has no stream, and sends nothing."""
+        if self._responder is None:
+            await trio.lowlevel.checkpoint()
+            return
+        await self._server.send(self._responder, message)
+
+    async def keepalive(self) -> None:
+        """Keep this request's quiet stream open (an SSE comment over HTTP)."""
+        if self._responder is None:
+            await trio.lowlevel.checkpoint()
+            return
+        await self._responder.keepalive()
 
     async def progress(
         self, progress: float, total: float | None = None, message: str | None = None
@@ -212,7 +265,7 @@ class Context:
             params["total"] = total
         if message is not None:
             params["message"] = message
-        await self._notify(notification_message("notifications/progress", params))
+        await self.notify(notification_message("notifications/progress", params))
 
     async def log(self, level: str, data: Any, logger: str | None = None) -> None:
         """Send ``notifications/message`` if this request opted in at ``level`` or below.
@@ -223,13 +276,13 @@ class Context:
         """
         if level not in dialect.LOG_LEVELS:
             raise ValueError(f"unknown log level {level!r}")
-        if not (self._logging and dialect.log_enabled(self.meta, level)):
+        if not (self._server.logging and dialect.log_enabled(self.meta, level)):
             await trio.lowlevel.checkpoint()
             return
         params: dict[str, Any] = {"level": level, "data": data}
         if logger is not None:
             params["logger"] = logger
-        await self._notify(notification_message("notifications/message", params))
+        await self.notify(notification_message("notifications/message", params))
 
     # ------------------------------------------------------------------ MRTR (wire §10)
 
@@ -237,9 +290,9 @@ class Context:
         """True when this request's client declared what ``request`` needs (wire §10.5)."""
         return can_ask(self.meta.client_capabilities, request)
 
-    def input(
+    async def input(
         self, requests: InputRequests, *, state: Mapping[str, Any] | None = None
-    ) -> Awaitable[dict[str, Any]]:
+    ) -> dict[str, Any]:
         """The client's answers to ``requests``, however this handler is running.
 
         In an ordinary request, answers the retry brought are returned (each checked against
@@ -257,18 +310,13 @@ class Context:
         if self._provide is not None:
             # A task asks through tasks/get, but the rule is the same: never ask a client
             # for what it did not declare (wire §10.5). The task fails with -32021 inlined.
-            # Handing on the provider's coroutine leaves no frame of this call parked.
             check_askable(self.meta.client_capabilities, requests)
-            return self._provide(self, requests)
-        return self._from_retry(requests, state)
-
-    async def _from_retry(
-        self, requests: InputRequests, state: Mapping[str, Any] | None
-    ) -> dict[str, Any]:
-        """``input`` in an ordinary request: the retry's answers, or the end of this round."""
+            return await self._provide(self, requests)
+        # An ordinary request: the retry's answers, or the end of this round.
         await trio.lowlevel.checkpoint()
-        found = {k: self.input_responses[k] for k in requests if k in self.input_responses}
-        check_responses(self.schemas, requests, found)
+        responses = self.input_responses
+        found = {k: responses[k] for k in requests if k in responses}
+        check_responses(self._server.schemas, requests, found)
         missing = {k: v for k, v in requests.items() if k not in found}
         if missing:
             check_askable(self.meta.client_capabilities, missing)
@@ -300,9 +348,7 @@ class Context:
             params,
             request_meta,
             runtime=self.runtime,
-            schemas=self.schemas,
-            principal_of=self._principal_of,
-            logging=self._logging,
+            server=self._server,
             authorization=self._authorization,
         )
         other._principal = self._principal

@@ -15,8 +15,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from functools import partial
-from typing import Any, Protocol, final
+from typing import Any, final
 
 import trio
 
@@ -37,7 +36,7 @@ from ..errors import (
     UnsupportedVersion,
 )
 from .authorization import Authorization
-from .context import Context
+from .context import Context, Responder, ServerView
 from .extension_hooks import Extension
 from .requestlog import CURRENT
 from .routes import Route
@@ -45,26 +44,6 @@ from .runtime import Runtime
 from .settings import Settings
 
 logger = logging.getLogger("presa_trio")
-
-
-class Responder(Protocol):
-    """How a transport carries one request's messages back to its client.
-
-    Messages arrive encoded (compact one-line UTF-8 JSON): the dispatcher encodes each once,
-    and only what encodes is ever sent.
-    """
-
-    async def notify(self, data: bytes) -> None:
-        """Send a request-scoped notification (may turn the response into a stream)."""
-
-    async def keepalive(self) -> None:
-        """Keep a quiet long-lived stream open (an SSE comment on HTTP)."""
-
-    async def finish(
-        self, data: bytes, status: int, headers: Sequence[tuple[str, str]] = ()
-    ) -> None:
-        """Send the final response; ``status`` and ``headers`` (an error's
-        ``WWW-Authenticate``, say) are for HTTP, if no stream started yet."""
 
 
 @final
@@ -84,6 +63,11 @@ class Dispatcher:
         self.settings = settings
         self._extensions = extensions
         self._notification_defs = schemas.notification_definitions()
+        self._view = ServerView(
+            schemas, self._checked_notify, settings.principal, logging=settings.logging
+        )
+        # Every result's ``_meta`` starts as a copy of this (wire §3.3).
+        self._stamp = {dialect.META_SERVER_INFO: settings.server_info}
         self._routes: dict[str, Route] = {}
         for route in routes:
             self.add(route)
@@ -124,7 +108,7 @@ class Dispatcher:
         if headers is not None and route.name_param is not None:
             required = route.name_header_required
             routing.check_name(headers, params.get(route.name_param), required=required)
-        if route.request_def is not None and self.settings.validate_inbound:
+        if route.request_def is not None and self.settings.validation.inbound:
             message: dict[str, Any] = {"jsonrpc": "2.0", "id": request.id}
             message["method"], message["params"] = request.method, params
             violations = self.schemas.violations(route.request_def, message)
@@ -244,12 +228,9 @@ class Dispatcher:
             request.params,
             meta,
             runtime=runtime,
-            schemas=self.schemas,
-            notify=partial(self._checked_notify, responder),
+            server=self._view,
+            responder=responder,
             headers=headers,
-            keepalive=responder.keepalive,
-            principal_of=self.settings.principal,
-            logging=self.settings.logging,
             authorization=authorization,
         )
 
@@ -266,7 +247,7 @@ class Dispatcher:
 
     def _error_data(self, request_id: RequestId | None, error: McpError) -> bytes:
         message = error_message(request_id, error)
-        if self.settings.validate_outbound:
+        if self.settings.validation.outbound:
             self._check_error(message)
         return encode(message)
 
@@ -283,8 +264,7 @@ class Dispatcher:
         and ``serverInfo`` in a ``_meta`` of its own (wire §3.3)."""
         result.setdefault("resultType", dialect.COMPLETE)
         meta = result.get("_meta")
-        stamped = {dialect.META_SERVER_INFO: self.settings.server_info}
-        result["_meta"] = stamped if meta is None else {**stamped, **meta}
+        result["_meta"] = self._stamp.copy() if meta is None else {**self._stamp, **meta}
 
     def _binding(self, route: Route, ctx: Context) -> str:
         """What a round's ``requestState`` is bound to: method, name/uri, arguments, principal."""
@@ -312,10 +292,10 @@ class Dispatcher:
     # ------------------------------------------------------------------ outbound checks
 
     async def _checked_notify(self, responder: Responder, message: dict[str, Any]) -> None:
-        """How a handler's notifications reach the responder (each request's context has it
-        bound to its responder): checked (when outbound validation is on) and encoded; one
-        that is not JSON fails the request with -32603."""
-        if self.settings.validate_outbound:
+        """How a handler's notifications reach its request's responder (``ctx.notify``):
+        checked (when outbound validation is on) and encoded; one that is not JSON fails
+        the request with -32603."""
+        if self.settings.validation.outbound:
             definition = self._notification_defs.get(message["method"], "JSONRPCNotification")
             violations = self.schemas.violations(definition, message)
             if violations:
@@ -327,7 +307,7 @@ class Dispatcher:
         await responder.notify(data)
 
     def _check_result(self, route: Route, result: Mapping[str, Any]) -> None:
-        if not self.settings.validate_outbound:
+        if not self.settings.validation.outbound:
             return
         result_type = result.get("resultType")
         if result_type == dialect.INPUT_REQUIRED:

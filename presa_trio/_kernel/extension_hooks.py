@@ -22,7 +22,7 @@ from .bus import BusEvent
 from .context import Context
 from .registry import Registry, Tool
 from .routes import Route
-from .runtime import Runtime
+from .runtime import Runtime, ServiceProvider, ServiceT
 from .tracing import Tracing
 
 CallNext = Callable[[Context, Tool, Mapping[str, Any]], Awaitable[dict[str, Any]]]
@@ -81,8 +81,13 @@ class ExtensionContext:
         check_responses(self.schemas, requests, responses)
 
 
-class Extension:
-    """Subclass and override the hooks you need; every default is a no-op."""
+class Extension(ServiceProvider[ServiceT]):
+    """Subclass and override the hooks you need; every default is a no-op.
+
+    An extension whose ``serve`` starts a service names its type, ``class
+    MyExtension(Extension[MyService])``, and ``ctx.service(my_extension)`` is then typed
+    ``MyService``; a plain ``Extension`` subclass gets ``Any``.
+    """
 
     #: The extension identifier advertised in ``capabilities.extensions`` (prefix required).
     id: ClassVar[str] = ""
@@ -110,7 +115,9 @@ class Extension:
         """Wrap ``tools/call`` after the tool is found and its headers checked."""
         return await call_next(ctx, tool, arguments)
 
-    async def serve(self, context: ExtensionContext, *, task_status: trio.TaskStatus[Any]) -> None:
+    async def serve(
+        self, context: ExtensionContext, *, task_status: trio.TaskStatus[ServiceT]
+    ) -> None:
         """This extension's service for one run, in the run's background nursery.
 
         Call ``task_status.started(service)``; handlers find ``service`` for their run with
@@ -118,7 +125,7 @@ class Extension:
         ``started`` fails startup; one raised after it is logged and ends only this service.
         """
         await trio.lowlevel.checkpoint()
-        task_status.started(None)
+        task_status.started(None)  # type: ignore[arg-type]  # no service; one that has one says so
 
     def filter_keys(self) -> frozenset[str]:
         """``subscriptions/listen`` filter keys this extension understands."""

@@ -79,8 +79,7 @@ async def _relay(
             with trio.move_on_after(KEEPALIVE_SECONDS) as quiet:
                 event = await listener.receive()
             if quiet.cancelled_caught:
-                if ctx.keepalive is not None:
-                    await ctx.keepalive()
+                await ctx.keepalive()
                 continue
             params = {**event.params, "_meta": tag}
             await ctx.notify(notification_message(event.method, params))

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Awaitable, Mapping
+from collections.abc import Mapping
 from functools import partial
-from typing import Any
+from typing import Any, final
 
 import trio
 
@@ -49,12 +49,12 @@ def page(items: list[Any], cursor: object, size: int | None) -> tuple[list[Any],
 
 def _listing(served: Served, key: str, entries: list[Any], cursor: object) -> dict[str, Any]:
     """A cacheable list result (wire §9): one page of ``entries`` under ``key``."""
-    items, next_cursor = page(entries, cursor, served.settings.page_size)
+    items, next_cursor = page(entries, cursor, served.settings.listing.page_size)
     result: dict[str, Any] = {key: items}
     if next_cursor is not None:
         result["nextCursor"] = next_cursor
-    result["ttlMs"] = served.settings.list_ttl_ms
-    result["cacheScope"] = served.settings.cache_scope
+    result["ttlMs"] = served.settings.listing.ttl_ms
+    result["cacheScope"] = served.settings.listing.cache_scope
     return result
 
 
@@ -66,8 +66,8 @@ async def discover(served: Served, ctx: Context, params: dict[str, Any]) -> dict
     }
     if served.settings.instructions is not None:
         result["instructions"] = served.settings.instructions
-    result["ttlMs"] = served.settings.list_ttl_ms
-    result["cacheScope"] = served.settings.cache_scope
+    result["ttlMs"] = served.settings.listing.ttl_ms
+    result["cacheScope"] = served.settings.listing.cache_scope
     return result
 
 
@@ -76,10 +76,9 @@ async def list_tools(served: Served, ctx: Context, params: dict[str, Any]) -> di
     return _listing(served, "tools", served.registry.listing("tools"), params.get("cursor"))
 
 
-def _call(ctx: Context, tool: Tool, arguments: Mapping[str, Any]) -> Awaitable[dict[str, Any]]:
-    # The chain's links hand on the next one's coroutine rather than awaiting it: a task
-    # parked inside a tool keeps no frame of theirs alive (each is a few hundred bytes).
-    return tool.call(ctx, arguments)
+async def _call(ctx: Context, tool: Tool, arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """The innermost link of the chain: the tool itself."""
+    return await tool.call(ctx, arguments)
 
 
 async def _traced_call(
@@ -93,27 +92,53 @@ async def _traced_call(
 
 
 def _through(extension: Extension, call_next: CallNext) -> CallNext:
-    def call(ctx: Context, tool: Tool, arguments: Mapping[str, Any]) -> Awaitable[dict[str, Any]]:
-        return extension.call_tool(ctx, tool, arguments, call_next)
+    """``call_next`` wrapped in ``extension``'s ``call_tool`` hook."""
+
+    async def call(ctx: Context, tool: Tool, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        return await extension.call_tool(ctx, tool, arguments, call_next)
 
     return call
 
 
-async def call_tool(served: Served, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
-    name = params["name"]
-    tool = served.registry.tools.get(name)
-    if tool is None:
-        raise InvalidParams(f"Unknown tool: {name}")
-    if tool.scopes:  # before anything else about the call is looked at (or a task made)
-        ctx.require_scopes(*tool.scopes)
-    arguments: dict[str, Any] = params.get("arguments") or {}
-    if ctx.headers is not None and tool.header_params:
-        check_params(ctx.headers, tool.header_params, arguments)
-    tracing = served.settings.tracing
-    call: CallNext = _call if tracing is None else partial(_traced_call, tracing)
-    for extension in reversed(served.extensions):  # the first added is the outermost
-        call = _through(extension, call)
-    return await call(ctx, tool, arguments)
+@final
+class ToolCalls:
+    """``tools/call`` of one server: the tool found, its scopes and ``Mcp-Param-*`` headers
+    checked, then called through every extension's ``call_tool`` hook (the first added is
+    the outermost), in a span of its own when the server traces.
+
+    The chain of hooks is built once, on the first call, and again only after an extension
+    is added (extensions are added before a server runs, and never taken away).
+    """
+
+    __slots__ = ("_chain", "_links", "_served")
+
+    def __init__(self, served: Served) -> None:
+        self._served = served
+        self._chain: CallNext = _call
+        self._links = -1  # the number of extensions ``_chain`` was built with
+
+    def chain(self) -> CallNext:
+        """What a call goes through, from the outermost extension's hook to the tool."""
+        extensions = self._served.extensions
+        if self._links != len(extensions):
+            tracing = self._served.settings.tracing
+            chain: CallNext = _call if tracing is None else partial(_traced_call, tracing)
+            for extension in reversed(extensions):
+                chain = _through(extension, chain)
+            self._chain, self._links = chain, len(extensions)
+        return self._chain
+
+    async def __call__(self, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+        name = params["name"]
+        tool = self._served.registry.tools.get(name)
+        if tool is None:
+            raise InvalidParams(f"Unknown tool: {name}")
+        if tool.scopes:  # before anything else about the call is looked at (or a task made)
+            ctx.require_scopes(*tool.scopes)
+        arguments: dict[str, Any] = params.get("arguments") or {}
+        if ctx.headers is not None and tool.header_params:
+            check_params(ctx.headers, tool.header_params, arguments)
+        return await self.chain()(ctx, tool, arguments)
 
 
 async def list_resources(served: Served, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
@@ -189,7 +214,7 @@ def core_routes(served: Served) -> list[Route]:
         ),
         Route(
             "tools/call",
-            partial(call_tool, served),
+            ToolCalls(served),
             "CallToolRequest",
             "CallToolResult",
             name_param="name",

@@ -3,8 +3,8 @@ completers, and how each entry is called (spec 2026-07-28 server/tools.mdx, reso
 prompts.mdx, utilities/completion.mdx).
 
 Each entry knows its wire description and calls its handler through its ``Signature``; what a
-return value becomes is ``_results``'. Routing, admission and errors-to-responses live in the
-dispatcher; the decorators that fill a registry live on ``Server``.
+return value becomes is ``_handlers.results``'. Routing, admission and errors-to-responses live
+in the dispatcher; the decorators that fill a registry live on ``Server``.
 """
 
 from __future__ import annotations
@@ -147,13 +147,12 @@ class Tool:
     async def call(self, ctx: Context, arguments: Mapping[str, Any]) -> dict[str, Any]:
         """Run the tool; a tool's own failure becomes ``isError: true`` (never a traceback)."""
         try:
-            # the call's coroutine, not the bound arguments, is what this frame keeps
-            running = self.signature.call(ctx, self.bind(arguments), thread=self.thread)
+            kwargs = self.bind(arguments)
         except ArgumentError as exc:
             await trio.lowlevel.checkpoint()
             return error_result("Invalid arguments: " + "; ".join(exc.problems))
         try:
-            value = await running
+            value = await self.signature.call(ctx, kwargs, thread=self.thread)
         except ToolError as exc:
             await trio.lowlevel.checkpoint()
             return error_result(str(exc) or f"Tool {self.name} failed")

@@ -11,9 +11,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from functools import partial
-from typing import Any, final
+from typing import Any, ClassVar, Generic, final, overload
 
 import trio
+from typing_extensions import TypeVar
 
 from .._backends.protocol import Backend, BackendHealth, MemoryBackend
 from .._boundary import error_boundary
@@ -27,6 +28,20 @@ logger = logging.getLogger("presa_trio")
 BUS_TOPIC = "bus"
 RELAY_BUFFER = 10_000  # events waiting to go to the other workers
 RELAY_BATCH = 500  # events sent in one message at most
+
+
+#: The type of the service a provider starts (``Any`` for one that does not say).
+ServiceT = TypeVar("ServiceT", default=Any)
+_S = TypeVar("_S")
+
+
+class ServiceProvider(Generic[ServiceT]):
+    """What starts a service in every run and is known by its ``id``: an ``Extension``,
+    whose ``serve`` hands the service to ``task_status.started``. ``Runtime.service`` (and
+    ``ctx.service``) give that service back typed as ``ServiceT``."""
+
+    #: The identifier a run keeps the service under (prefix required for an extension).
+    id: ClassVar[str] = ""
 
 
 def _plain(event: BusEvent) -> dict[str, Any]:
@@ -83,8 +98,15 @@ class Runtime:
             raise RuntimeError(f"extension {extension_id!r} already has a service in this run")
         self._services[extension_id] = service
 
-    def service(self, extension: Any) -> Any:
-        """The service ``extension`` (or its id) started for this run (``Extension.serve``)."""
+    @overload
+    def service(self, extension: ServiceProvider[_S]) -> _S: ...
+
+    @overload
+    def service(self, extension: str) -> Any: ...
+
+    def service(self, extension: ServiceProvider[Any] | str) -> Any:
+        """The service ``extension`` (or its id) started for this run (``Extension.serve``),
+        typed as what that extension's ``serve`` reports started."""
         extension_id = extension if isinstance(extension, str) else extension.id
         try:
             return self._services[extension_id]

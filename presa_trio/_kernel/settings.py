@@ -1,15 +1,18 @@
-"""A server's configuration (``Settings``) and ``Served``: what the core methods read, and the
-capabilities it adds up to (spec 2026-07-28 server/discover.mdx).
+"""A server's configuration: the groups a user sets (``Limits``, ``Validation``, ``Listing``,
+``RequestState``), ``Settings`` that holds them, and ``Served``: what the core methods read and
+the capabilities it adds up to (spec 2026-07-28 server/discover.mdx).
 
-Plain values handed to the dispatcher and the core methods when a server is built, so that
-nothing reads a ``Server`` back per request. No I/O and no trio.
+Frozen values, checked when they are made and handed to the dispatcher and the core methods
+when a server is built, so that nothing reads a ``Server`` back per request. No I/O and no
+trio; the HTTP app's own settings (``Timeouts``) live with it, in ``_transports``.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, final
+from dataclasses import dataclass, fields, replace
+from typing import Any, Literal, TypedDict, final
 
 from .._backends.protocol import parse_url
 from .._protocol import dialect
@@ -19,50 +22,49 @@ from .extension_hooks import Extension
 from .registry import Registry
 from .tracing import Tracing
 
-DEFAULT_MAX_THREADS = 40
-DEFAULT_MAX_LISTENERS = 1_000
-DEFAULT_MAX_BACKGROUND = 1_000
-# What one principal may hold of each (see ``_shares``): a tenth of the streams and of the
-# background work, as a principal's task quota is a tenth of the store; half the threads,
-# which are few, and waited for rather than refused.
-DEFAULT_MAX_THREADS_PER_PRINCIPAL = 20
-DEFAULT_MAX_LISTENERS_PER_PRINCIPAL = 100
-DEFAULT_MAX_BACKGROUND_PER_PRINCIPAL = 100
-
 
 @final
 @dataclass(frozen=True, slots=True)
-class Settings:
-    """How one server answers; see ``Server`` for what each setting means."""
+class Limits:
+    """How much one run may be made to hold; ``Server(limits=Limits(...))``.
 
-    server_info: Mapping[str, Any]
-    instructions: str | None = None
-    validate_inbound: bool = True
-    validate_outbound: bool = False
-    list_ttl_ms: int = 60_000
-    cache_scope: str = "public"
-    page_size: int | None = None
-    logging: bool = False
-    supported_versions: tuple[str, ...] = dialect.SUPPORTED_VERSIONS
-    principal: Callable[[Context], str] | None = None
-    state_keys: KeyRing | None = None
-    state_ttl: float = DEFAULT_TTL_SECONDS
-    max_state_bytes: int = DEFAULT_MAX_STATE_BYTES
-    max_threads: int = DEFAULT_MAX_THREADS
-    max_threads_per_principal: int | None = DEFAULT_MAX_THREADS_PER_PRINCIPAL
-    max_listeners: int | None = DEFAULT_MAX_LISTENERS
-    max_listeners_per_principal: int | None = DEFAULT_MAX_LISTENERS_PER_PRINCIPAL
-    max_background: int = DEFAULT_MAX_BACKGROUND
-    max_background_per_principal: int | None = DEFAULT_MAX_BACKGROUND_PER_PRINCIPAL
-    loop_warning: float | None = 0.5
-    backend: str | None = None
-    tracing: Tracing | None = None  # None: no spans, and opentelemetry is never imported
+    ``max_threads`` worker threads run sync handlers; ``max_listeners`` listen streams may
+    be open at once (None: no bound); ``max_background`` pieces of ``ctx.start_background``
+    work may run at once. Past the listen or the background bound the answer is a retryable
+    -32603 (HTTP 503) naming it in ``data.limit``; a sync call waits for a thread instead.
+    Each is counted in each worker, and one principal (``ctx.principal``) may hold only its
+    share of it, so the rest stays for the others (None: no share):
+
+    ======================================  =====  ==========================================
+    Share of one principal, in one worker   Of     Past it
+    ======================================  =====  ==========================================
+    ``max_listeners_per_principal=100``     1,000  503, ``max_listen_streams_per_principal``
+    ``max_background_per_principal=100``    1,000  503, ``max_background_tasks_per_principal``
+    ``max_threads_per_principal=20``        40     its sync calls wait for its own threads
+    ======================================  =====  ==========================================
+
+    A call abandoned in its thread keeps its place in the share until its function returns.
+    The anonymous principal "" (no ``principal`` function and no ``auth``: a server that
+    cannot tell its clients apart) holds no share; only the bounds apply to it.
+    """
+
+    max_threads: int = 40
+    # A principal's share: half the threads, which are few and waited for rather than
+    # refused; a tenth of the streams and of the background work, as a principal's task
+    # quota is a tenth of the store.
+    max_threads_per_principal: int | None = 20
+    max_listeners: int | None = 1_000
+    max_listeners_per_principal: int | None = 100
+    max_background: int = 1_000
+    max_background_per_principal: int | None = 100
 
     def __post_init__(self) -> None:
-        if self.cache_scope not in ("public", "private"):
-            raise ValueError("cache_scope must be 'public' or 'private'")
         if self.max_threads < 1:
             raise ValueError("max_threads must be at least 1")
+        if self.max_listeners is not None and self.max_listeners < 0:
+            raise ValueError("max_listeners must be at least 0 (None: no bound)")
+        if self.max_background < 0:
+            raise ValueError("max_background must be at least 0")
         for share in (
             "max_threads_per_principal",
             "max_listeners_per_principal",
@@ -71,6 +73,158 @@ class Settings:
             value = getattr(self, share)
             if value is not None and value < 1:
                 raise ValueError(f"{share} must be at least 1 (None: no share)")
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Validation:
+    """Which messages are checked against the 2026-07-28 schema; ``Server(validation=...)``.
+
+    ``inbound``: every request, before its handler runs (one that does not conform is
+    -32602). ``outbound``: every result, error and notification the server sends (a result
+    that does not conform is logged and answered -32603 instead): for tests and
+    development, as it costs every response a validation.
+    """
+
+    inbound: bool = True
+    outbound: bool = False
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Listing:
+    """How list results are cached and cut (wire §9); ``Server(listing=...)``.
+
+    ``ttl_ms`` and ``cache_scope`` are the ``ttlMs`` and ``cacheScope`` of ``server/discover``
+    and of every list result: how long a client may keep them, and whether a shared cache
+    may (``"public"``) or only the client's own (``"private"``). ``page_size`` cuts a list
+    into pages of that many entries, each with a ``nextCursor`` to the next (None: one page).
+    """
+
+    ttl_ms: int = 60_000
+    cache_scope: Literal["public", "private"] = "public"
+    page_size: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.ttl_ms < 0:
+            raise ValueError("ttl_ms must be at least 0")
+        if self.cache_scope not in ("public", "private"):
+            raise ValueError("cache_scope must be 'public' or 'private'")
+        if self.page_size is not None and self.page_size < 1:
+            raise ValueError("page_size must be at least 1 (None: one page)")
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class RequestState:
+    """How the server seals the ``requestState`` of an input round (wire §10.4);
+    ``Server(request_state=...)``.
+
+    ``keys`` sign and verify it (None: the key the run's shared backend keeps, else one made
+    for this process, which another worker or a restart cannot verify); ``ttl`` is how many
+    seconds a client has to answer; a state larger than ``max_bytes`` is not issued (-32603),
+    as it must come back inside a request body.
+    """
+
+    keys: KeyRing | None = None
+    ttl: float = DEFAULT_TTL_SECONDS
+    max_bytes: int = DEFAULT_MAX_STATE_BYTES
+
+    def __post_init__(self) -> None:
+        if self.max_bytes < 1:
+            raise ValueError("max_bytes must be at least 1")
+
+
+DEFAULT_LIMITS = Limits()
+DEFAULT_VALIDATION = Validation()
+DEFAULT_LISTING = Listing()
+DEFAULT_REQUEST_STATE = RequestState()
+
+
+class OldSettings(TypedDict, total=False):
+    """``Server``'s keyword arguments from before the groups: deprecated, still honoured."""
+
+    validate_inbound: bool
+    validate_outbound: bool
+    list_ttl_ms: int
+    cache_scope: Literal["public", "private"]
+    page_size: int | None
+    state_keys: KeyRing | None
+    state_ttl: float
+    max_state_bytes: int
+    max_threads: int
+    max_threads_per_principal: int | None
+    max_listeners: int | None
+    max_listeners_per_principal: int | None
+    max_background: int
+    max_background_per_principal: int | None
+
+
+Groups = tuple[Limits, Validation, Listing, RequestState]
+# Each group's keyword in ``Server``, and its class.
+_CLASS_OF = {
+    "limits": "Limits",
+    "validation": "Validation",
+    "listing": "Listing",
+    "request_state": "RequestState",
+}
+# Where each old keyword went: its group's keyword, and its name there.
+_MOVED = {
+    "validate_inbound": ("validation", "inbound"),
+    "validate_outbound": ("validation", "outbound"),
+    "list_ttl_ms": ("listing", "ttl_ms"),
+    "cache_scope": ("listing", "cache_scope"),
+    "page_size": ("listing", "page_size"),
+    "state_keys": ("request_state", "keys"),
+    "state_ttl": ("request_state", "ttl"),
+    "max_state_bytes": ("request_state", "max_bytes"),
+    **{limit.name: ("limits", limit.name) for limit in fields(Limits)},
+}
+
+
+def regroup(groups: Groups, old: OldSettings) -> Groups:
+    """``groups`` with the old keyword arguments ``old`` put in their places, each with a
+    ``DeprecationWarning`` naming its replacement (for the caller of ``Server``)."""
+    changes: dict[str, dict[str, Any]] = {group: {} for group in _CLASS_OF}
+    for name, value in old.items():
+        if name not in _MOVED:
+            raise TypeError(f"Server() got an unexpected keyword argument {name!r}")
+        group, field = _MOVED[name]
+        warnings.warn(
+            f"Server({name}=...) is deprecated: "
+            f"use Server({group}=presa_trio.{_CLASS_OF[group]}({field}=...))",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+        changes[group][field] = value
+    limits, validation, listing, request_state = groups
+    return (
+        replace(limits, **changes["limits"]),
+        replace(validation, **changes["validation"]),
+        replace(listing, **changes["listing"]),
+        replace(request_state, **changes["request_state"]),
+    )
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """How one server answers; see ``Server`` and the groups for what each setting means."""
+
+    server_info: Mapping[str, Any]
+    instructions: str | None = None
+    logging: bool = False
+    supported_versions: tuple[str, ...] = dialect.SUPPORTED_VERSIONS
+    principal: Callable[[Context], str] | None = None
+    limits: Limits = DEFAULT_LIMITS
+    validation: Validation = DEFAULT_VALIDATION
+    listing: Listing = DEFAULT_LISTING
+    request_state: RequestState = DEFAULT_REQUEST_STATE
+    loop_warning: float | None = 0.5
+    backend: str | None = None
+    tracing: Tracing | None = None  # None: no spans, and opentelemetry is never imported
+
+    def __post_init__(self) -> None:
         if self.backend is not None:
             parse_url(self.backend)  # an unknown scheme or a bad path fails here, at once
 

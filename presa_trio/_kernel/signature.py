@@ -2,9 +2,9 @@
 and its prompt arguments, and sync handlers run in worker threads.
 
 One module decides which parameter takes the ``Context`` (the only such detector), which take
-arguments, and how to call the function; ``_typeschema`` turns the annotations it hands over
-into JSON Schema and ``_convert`` arguments into the hinted types. It does not validate
-arguments (the registry does, against the schema).
+arguments, and how to call the function; ``_handlers.typeschema`` turns the annotations it
+hands over into JSON Schema and ``_handlers.convert`` arguments into the hinted types. It does
+not validate arguments (the registry does, against the schema).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import inspect
 import types
 import typing
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, final
@@ -145,21 +145,21 @@ class Signature:
             found.append(argument)
         return found
 
-    def call(self, ctx: Context, kwargs: dict[str, Any], *, thread: bool) -> Awaitable[Any]:
+    async def call(self, ctx: Context, kwargs: dict[str, Any], *, thread: bool) -> Any:
         """Call the handler with ``ctx`` and ``kwargs`` (from ``binder``; this adds to them).
 
-        An async handler's own coroutine is handed back, so a task parked in it keeps no
-        frame of this call alive. A sync handler runs in a worker thread when ``thread`` is
-        true, bounded by the run's threads and by its principal's share of them
-        (``Runtime.threads``), so it cannot block the event loop. Cancellation abandons the
-        thread: the request (or task) ends at once, the function runs to its end on its own,
-        its result is discarded, and it keeps its place in both bounds until it returns.
+        A sync handler runs in a worker thread when ``thread`` is true, bounded by the run's
+        threads and by its principal's share of them (``Runtime.threads``), so it cannot
+        block the event loop. Cancellation abandons the thread: the request (or task) ends at
+        once, the function runs to its end on its own, its result is discarded, and it keeps
+        its place in both bounds until it returns.
         """
         if self.context_param is not None:
             kwargs[self.context_param] = ctx
         if self.is_async:
-            return self.fn(**kwargs)  # type: ignore[no-any-return]
-        return call_sync(self.fn, (), kwargs, thread=thread, limiter=thread_limiter(ctx, thread))
+            return await self.fn(**kwargs)
+        limiter = thread_limiter(ctx, thread)
+        return await call_sync(self.fn, (), kwargs, thread=thread, limiter=limiter)
 
 
 def thread_limiter(ctx: Context, thread: bool) -> trio.CapacityLimiter:

@@ -2,9 +2,11 @@
 
 Structured concurrency waits for every task to finish, which is right until one cannot: a
 tool in a shielded sleep, or one that swallows its cancellation, would hold a stopping
-process forever. ``ShutdownBound`` is the process owner's answer (the ASGI lifespan, the
-``presa-trio`` command): a timer thread that ends the process if shutdown has not finished in
-time. It does nothing until started, and nothing once cancelled.
+process forever. ``ShutdownBound`` is the process owner's answer: a timer thread that ends
+the process if shutdown has not finished in time. It does nothing until started, and nothing
+once cancelled. Ending a process is policy, so only its owner arms one: the ``presa-trio``
+command always does, an ``AsgiApp`` only when its program asks (``shutdown_timeout=``); a
+library embedded in someone else's process never does on its own.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ logger = logging.getLogger("presa_trio")
 
 #: The exit status of a process the bound ended (EX_SOFTWARE).
 EXIT_STATUS = 70
+#: The bound ``presa-trio serve`` arms unless told otherwise (``--shutdown-timeout``).
+DEFAULT_SECONDS = 10.0
 
 
 @final

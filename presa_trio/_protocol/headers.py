@@ -1,22 +1,120 @@
-"""SEP-2243 routing headers: reading, decoding and comparing them with the body.
+"""An HTTP request's headers (wire §13): one pass over them, the Host/Origin admission
+against DNS rebinding (§13.2), and the SEP-2243 routing headers compared with the body
+(§13.4-13.6).
 
-Pure functions over the raw header list an ASGI server hands us (wire §13.4-13.6). Every
-failure is ``HeaderMismatch`` (-32020, HTTP 400). It does not know about tools or methods;
-the caller says which value each header must mirror.
+Pure functions over the raw header list an ASGI server hands us. Admission returns a reason to
+refuse, or None (the HTTP edge answers 403); every routing failure is ``HeaderMismatch``
+(-32020, HTTP 400). It knows no tools or methods (the caller says which value each header
+must mirror) and nothing of authentication.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-import functools
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
-from typing import Any
+from typing import Any, final
 
 from ..errors import HeaderMismatch
+
+# ---------------------------------------------------------------------------- one pass
+
+
+def scan(
+    raw: Iterable[tuple[bytes, bytes]],
+) -> tuple[list[str], list[str], list[str], dict[str, list[bytes]]]:
+    """One pass over the request headers: every Host, Origin and Authorization value in
+    order, and the ``Mcp-*`` headers grouped by name for ``RoutingHeaders.grouped``. ASGI
+    servers should give the names in lower case; one that does not is read the same."""
+    kept: tuple[list[str], list[str], list[str]] = ([], [], [])
+    mcp: dict[str, list[bytes]] = {}
+    for name, value in raw:
+        if not name.islower():
+            name = name.lower()
+        place = _KEPT.get(name)
+        if place is not None:
+            kept[place].append(value.decode("latin-1"))
+        elif name.startswith(b"mcp-"):
+            mcp.setdefault(name.decode("latin-1"), []).append(value)
+    return *kept, mcp
+
+
+_KEPT = {b"host": 0, b"origin": 1, b"authorization": 2}  # their places in ``kept`` above
+
+
+# ---------------------------------------------------------------------------- Host and Origin
+
+
+LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "[::1]", "::1"})
+
+# An HTTP(S) origin as browsers serialise it: scheme, host, optional port, nothing else.
+# No userinfo, no backslash, no path: ``http://evil.com\\@localhost`` is not an origin.
+_ORIGIN = re.compile(r"(https?)://(\[[0-9a-f:.]+\]|[a-z0-9.\-_~%]+)(?::[0-9]{1,5})?/?")
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class HostPolicy:
+    """Which ``Host`` names and ``Origin`` hosts are accepted.
+
+    The default admits loopback names only, which is right for a server bound to
+    127.0.0.1. A deployment behind a public name lists its names in ``allowed_hosts``
+    (and browser origins in ``allowed_origins``); ``enabled=False`` switches the check off.
+    """
+
+    allowed_hosts: frozenset[str] = LOOPBACK_HOSTS
+    allowed_origins: frozenset[str] = field(default_factory=frozenset)
+    enabled: bool = True
+
+
+_IPV6_CHARS = frozenset("0123456789abcdef:.")
+_HOST = re.compile(r"(\[[0-9a-f:.]+\]|[a-z0-9.\-_~%]+)(?::[0-9]{1,5})?")
+
+
+def _host_name(host: str) -> str | None:
+    """The name in a ``Host`` value (``name[:port]``, or a bare IPv6 literal such as
+    ``::1``), or None when it is not one."""
+    host = host.strip().lower()
+    match = _HOST.fullmatch(host)
+    if match is None:
+        return host if host.count(":") > 1 and set(host) <= _IPV6_CHARS else None
+    return match.group(1)
+
+
+def refuse_reason(policy: HostPolicy, host: str | None, origin: str | None) -> str | None:
+    if not policy.enabled:
+        return None
+    if host is not None and _host_name(host) not in policy.allowed_hosts:
+        return f"Host {host!r} is not allowed"
+    if origin is None or origin == "null":
+        return None
+    if origin.lower().rstrip("/") in policy.allowed_origins:
+        return None
+    match = _ORIGIN.fullmatch(origin.strip().lower())
+    if match is None:
+        return f"Origin {origin!r} is not allowed"
+    name = match.group(2)
+    if name not in policy.allowed_hosts and name.strip("[]") not in policy.allowed_hosts:
+        return f"Origin {origin!r} is not allowed"
+    return None
+
+
+def refuse_any(policy: HostPolicy, hosts: Iterable[str], origins: Iterable[str]) -> str | None:
+    """The first reason to refuse among every ``Host`` and every ``Origin`` value a request
+    carries: a repeated header is allowed only when each of its values is."""
+    for host in hosts:
+        if (reason := refuse_reason(policy, host, None)) is not None:
+            return reason
+    for origin in origins:
+        if (reason := refuse_reason(policy, None, origin)) is not None:
+            return reason
+    return None
+
+
+# ---------------------------------------------------------------------------- routing headers
 
 PROTOCOL_VERSION_HEADER = "mcp-protocol-version"
 METHOD_HEADER = "mcp-method"
@@ -65,15 +163,13 @@ class RoutingHeaders:
         return None if value is None else decode_value(name, value)
 
 
-_VISIBLE = re.compile(rb"[\t\x20-\x7e]*")
-
-
-# A client sends the same few values on every request. A bad value is cached too (as None),
-# and refused each time; 64 values of at most the server's header limit stay bounded.
-@functools.lru_cache(maxsize=64)
 def _trimmed(raw: bytes) -> str | None:
-    """``raw`` as text without surrounding blanks; None if it holds more than visible ASCII."""
-    return raw.decode("ascii").strip(" \t") if _VISIBLE.fullmatch(raw) else None
+    """``raw`` as text without surrounding blanks; None if it holds more than visible ASCII
+    (tabs and the characters from space to ``~``)."""
+    text = raw.decode("latin-1")
+    if not (text.isascii() and text.replace("\t", " ").isprintable()):
+        return None
+    return text.strip(" \t")
 
 
 def decode_value(name: str, value: str) -> str:

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import final
+from typing import Unpack, final
 
 import trio
 
@@ -23,15 +23,13 @@ from .._kernel.runtime import Runtime
 from .._kernel.tracing import http_attributes
 from .._process.shutdown import ShutdownBound
 from .._protocol import cors, sse
-from .._protocol.admission import HostPolicy, refuse_any
-from .._protocol.headers import RoutingHeaders
-from .._protocol.jsonrpc import EnvelopeError, Notification, parse_message
+from .._protocol.headers import HostPolicy, RoutingHeaders, refuse_any, scan
+from .._protocol.jsonrpc import EnvelopeError, Notification, RequestId, parse_message
 from ..auth._bearer import Authorization, BearerAuth
 from ..errors import Forbidden, McpError, RequestTimeout, RequestTooLarge
 from ._asgi_types import Asgi, Message, Receive, Scope, Send
-from ._deadlines import Deadlines
-from ._first_wait import await_noticing_wait
 from .mount import MetadataApp, Mounted
+from .timeouts import DEFAULT_TIMEOUTS, OldTimeouts, Timeouts, regroup_timeouts
 
 OpenRuntime = Callable[[], AbstractAsyncContextManager[Runtime]]
 
@@ -40,11 +38,7 @@ logger = logging.getLogger("presa_trio.http")
 _JSON = [(b"content-type", b"application/json")]
 _PLAIN = [(b"content-type", b"text/plain; charset=utf-8")]
 _NO_TOKEN = Authorization()  # an app that verifies no tokens (frozen: one for all requests)
-_TRIOS = Deadlines()  # never kept: trio's own deadlines, for a responder given none
 DEFAULT_MAX_BODY = 4 * 1024 * 1024
-DEFAULT_BODY_TIMEOUT = 30.0
-DEFAULT_WRITE_TIMEOUT = 30.0
-DEFAULT_SHUTDOWN_TIMEOUT = 10.0
 
 
 @final
@@ -53,17 +47,19 @@ class AsgiApp:
 
     ``path`` is the endpoint (``/mcp``); ``max_body`` caps a request body in bytes (413
     beyond it, read no further); ``host_policy`` guards against DNS rebinding (loopback
-    names only by default). ``body_timeout`` bounds the time a request body may take to
-    arrive (408 after it); ``write_timeout`` bounds each write to a client that has stopped
+    names only by default). ``timeouts`` (``presa_trio.Timeouts``) bounds the time a request
+    body may take to arrive (408 after it) and each write to a client that has stopped
     reading (its request is then dropped like a disconnected one). The ASGI lifespan runs the
     server; a host application that does not forward its lifespan to this app enters
-    ``app.lifespan()`` itself. Once the lifespan is told to shut down (or ``begin_shutdown``
-    is called), the process is gone within ``shutdown_timeout`` seconds, whatever still runs
-    (``None``: no bound). With ``auth`` (a ``presa_trio.auth.BearerAuth``) every request
-    needs a valid bearer token, checked before its body is read, and the app also answers
-    ``GET`` for its Protected Resource Metadata at ``/.well-known/oauth-protected-resource``
-    (bare, and followed by the endpoint's path or the ``resource``'s); mounted under a prefix,
-    the host serves it at its root with ``metadata_app()`` (``mounted`` does that itself).
+    ``app.lifespan()`` itself. ``shutdown_timeout`` is process policy, off by default (None):
+    given, the process is gone within that many seconds of the lifespan's shutdown (or of
+    ``begin_shutdown``), whatever still runs; for a program that runs hypercorn itself and
+    owns its process (``presa-trio serve`` keeps a bound of its own). With ``auth`` (a
+    ``presa_trio.auth.BearerAuth``) every request needs a valid bearer token, checked before
+    its body is read, and the app also answers ``GET`` for its Protected Resource Metadata
+    at ``/.well-known/oauth-protected-resource`` (bare, and followed by the endpoint's path
+    or the ``resource``'s); mounted under a prefix, the host serves it at its root with
+    ``metadata_app()`` (``mounted`` does that itself).
     """
 
     def __init__(
@@ -74,24 +70,25 @@ class AsgiApp:
         path: str = "/mcp",
         max_body: int = DEFAULT_MAX_BODY,
         host_policy: HostPolicy | None = None,
-        body_timeout: float = DEFAULT_BODY_TIMEOUT,
-        write_timeout: float = DEFAULT_WRITE_TIMEOUT,
-        shutdown_timeout: float | None = DEFAULT_SHUTDOWN_TIMEOUT,
+        timeouts: Timeouts = DEFAULT_TIMEOUTS,
+        shutdown_timeout: float | None = None,
         cors: bool = False,
         auth: BearerAuth | None = None,
+        **deprecated: Unpack[OldTimeouts],
     ) -> None:
+        if deprecated:
+            timeouts = regroup_timeouts(timeouts, deprecated, "AsgiApp")
         self.dispatcher = dispatcher
         self.cors = cors
         self.auth = auth
         self._open_runtime = open_runtime
         self._runtime: Runtime | None = None
-        self._watchers: trio.Nursery | None = None
         self.path = path
         self.max_body = max_body
         self.host_policy = host_policy if host_policy is not None else HostPolicy()
-        self.body_timeout = body_timeout
-        self.write_timeout = write_timeout
-        self._deadlines = Deadlines(body_timeout, write_timeout)
+        self.timeouts = timeouts
+        self.body_timeout = timeouts.body  # read by every request
+        self.write_timeout = timeouts.write
         self.shutdown_bound = ShutdownBound(shutdown_timeout)
         self._metadata_paths = auth.metadata_paths(path) if auth is not None else frozenset()
 
@@ -109,18 +106,12 @@ class AsgiApp:
         """
         if self._runtime is not None:
             raise RuntimeError("this app is already running")
-        # The run also owns the disconnect watchers of the requests it serves: a watcher
-        # outlives its request by a scheduler pass at most (see ``_serve``), and starting it
-        # here rather than in a nursery per request halves what watching costs a request.
-        # Its keeper of the requests' deadlines is one more.
-        async with self._open_runtime() as runtime, trio.open_nursery() as watchers:
-            await watchers.start(self._deadlines.keep)
-            self._runtime, self._watchers = runtime, watchers
+        async with self._open_runtime() as runtime:
+            self._runtime = runtime
             try:
                 yield runtime
             finally:
-                self._runtime = self._watchers = None
-                watchers.cancel_scope.cancel()
+                self._runtime = None
 
     @asynccontextmanager
     async def host_lifespan(self, host_app: object = None) -> AsyncIterator[None]:
@@ -160,7 +151,8 @@ class AsgiApp:
             self._runtime.begin_draining()
 
     def begin_shutdown(self) -> None:
-        """The process is stopping: drain, and start the ``shutdown_timeout`` clock."""
+        """The process is stopping: drain, and start the ``shutdown_timeout`` clock (an app
+        given one)."""
         self.shutdown_bound.start()
         self.begin_draining()
 
@@ -213,7 +205,7 @@ class AsgiApp:
         if path != self.path and not metadata:
             await _plain(send, 404, b"Not Found")
             return
-        hosts, origins, credentials, mcp_headers = _scan_headers(scope["headers"])
+        hosts, origins, credentials, mcp_headers = scan(scope["headers"])
         reason = refuse_any(self.host_policy, hosts, origins)
         if reason is not None:
             await self._refuse(send, Forbidden(f"Forbidden: {reason}"))
@@ -241,85 +233,64 @@ class AsgiApp:
                 return
             authorization = Authorization(token, self.auth)
         read: bytes | McpError | None = None  # the body, or why there is none to serve
-        # One cancel scope per request: its deadline bounds the body's arrival (it is lifted
-        # once the request waits for anything else, see ``_serve``); the client's disconnect
-        # (or a write it stops reading) cancels it; and its deadline bounds the final write
-        # (``HttpResponder``). The run's ``Deadlines`` keeps both; a request begun before
-        # the run leaves both to trio (the keeper could not take over trio's deadline).
-        deadlines = self._deadlines if self._watchers is not None else _TRIOS
-        with trio.CancelScope() as request:
-            deadlines.arm(request, self.body_timeout)
-            try:
-                read = await self._read_body(receive)
-                if isinstance(read, bytes):
-                    responder = HttpResponder(send, request, self.write_timeout, allowed, deadlines)
-                    await self._serve(
-                        read, scope, mcp_headers, receive, request, deadlines, responder,
-                        authorization,
-                    )  # fmt: skip
-            finally:
-                deadlines.disarm(request)
-        if read is None and request.cancelled_caught:
+        # A nursery per request holds its disconnect watcher beside the dispatcher; its
+        # scope's deadline bounds the body's arrival, then the final write (``HttpResponder``);
+        # the client's disconnect, or a write it stops reading, cancels it.
+        async with trio.open_nursery() as request:
+            request.cancel_scope.deadline = trio.current_time() + self.body_timeout
+            read = await self._read_body(receive)
+            if isinstance(read, bytes):
+                request.cancel_scope.deadline = math.inf  # the handler takes its own time
+                await self._serve(request, read, scope, mcp_headers, receive, send, allowed,
+                                  authorization)  # fmt: skip
+        if read is None and request.cancel_scope.cancelled_caught:
             read = RequestTimeout(f"Request body not received within {self.body_timeout:g} s")
         if isinstance(read, McpError):
             await self._refuse(send, read, allowed)
 
     async def _refuse(
-        self, send: Send, error: McpError, extra: list[tuple[bytes, bytes]] | None = None
+        self,
+        send: Send,
+        error: McpError,
+        extra: list[tuple[bytes, bytes]] | None = None,
+        request_id: RequestId | None = None,
     ) -> None:
-        """Answer ``error`` before the request is dispatched: outside its scope, so the
-        write is bounded by a shielded ``write_timeout`` of its own."""
+        """Answer ``error`` before the request is dispatched: there is no request to
+        cancel yet, so the write is bounded by a shielded ``write_timeout`` of its own."""
         responder = HttpResponder(send, write_timeout=self.write_timeout, extra=extra)
-        await self.dispatcher.refuse(error, None, responder)
+        await self.dispatcher.refuse(error, request_id, responder)
 
     async def _serve(
         self,
+        request: trio.Nursery,
         body: bytes,
         scope: Scope,
         mcp_headers: dict[str, list[bytes]],
         receive: Receive,
-        request: trio.CancelScope,
-        deadlines: Deadlines,
-        responder: HttpResponder,
+        send: Send,
+        allowed: list[tuple[bytes, bytes]],
         authorization: Authorization,
     ) -> None:
-        """Parse the body and dispatch it, cancelled if the client goes away meanwhile."""
+        """Parse the body and dispatch it in the ``request`` nursery, beside the watcher
+        that cancels it if its client goes away meanwhile."""
         try:
             message = parse_message(body)
         except EnvelopeError as exc:
-            await self.dispatcher.refuse(exc.error, exc.request_id, responder)
+            await self._refuse(send, exc.error, allowed, exc.request_id)
             return
-        if isinstance(message, Notification):
-            await _plain(responder.send, 202, b"")  # accepted; stdio is where they matter
+        if isinstance(message, Notification):  # accepted; stdio is where they matter
+            request.cancel_scope.deadline = trio.current_time() + self.write_timeout
+            await _plain(send, 202, b"")
             return
         headers = RoutingHeaders.grouped(mcp_headers)
-        runtime, watchers = self._runtime, self._watchers
         traced = self.dispatcher.settings.tracing is not None
         connection = http_attributes(scope) if traced else None
-        watch: trio.CancelScope | None = None
-
-        def once_it_waits() -> None:
-            # From its first wait on, the request runs for as long as it takes (the body's
-            # deadline is lifted), watched for its client's disconnect. Until then nothing
-            # can cancel it: a request answered at once needs neither, nor one whose first
-            # wait is its final write (which has a deadline of its own). Without a run
-            # there is nothing to watch: it is answered 503 at once.
-            nonlocal watch
-            if responder.finishing:
-                return
-            deadlines.disarm(request)
-            if watchers is not None:
-                watch = trio.CancelScope()
-                watchers.start_soon(_cancel_on_disconnect, receive, request, watch, responder)
-
-        serving = self.dispatcher.serve(
-            message, headers, responder, runtime, authorization, connection=connection
+        responder = HttpResponder(send, request.cancel_scope, self.write_timeout, allowed)
+        request.start_soon(_cancel_on_disconnect, receive, request.cancel_scope, responder)
+        await self.dispatcher.serve(
+            message, headers, responder, self._runtime, authorization, connection=connection
         )
-        try:
-            await await_noticing_wait(serving, once_it_waits)
-        finally:
-            if watch is not None:
-                watch.cancel()
+        request.cancel_scope.cancel()  # answered: the watcher's work is done
 
     async def _read_body(self, receive: Receive) -> bytes | RequestTooLarge | None:
         """The whole body, the refusal to answer when it is too large, or None when the
@@ -353,64 +324,16 @@ async def _metadata(
 
 
 async def _cancel_on_disconnect(
-    receive: Receive, request: trio.CancelScope, watch: trio.CancelScope, responder: HttpResponder
+    receive: Receive, request: trio.CancelScope, responder: HttpResponder
 ) -> None:
     """Cancel ``request`` when its client goes away, unless its final write has begun (that
-    write is the server's to finish); ``watch`` is cancelled once the request is over.
-
-    Hypercorn (like uvicorn) says ``http.disconnect`` as soon as a response is complete, so
-    the watcher usually wakes with it right after the final write and ends on its own; with
-    a server that does not, cancelling ``watch`` ends it.
-    """
-    with watch:
-        message = await receive()
-        while message["type"] != "http.disconnect":
-            message = await receive()
-        if not watch.cancel_called and not responder.finishing:  # still the client's
-            request.cancel()
-
-
-def _scan_headers(
-    raw: Iterable[tuple[bytes, bytes]],
-) -> tuple[list[str], list[str], list[str], dict[str, list[bytes]]]:
-    """One pass over the request headers: every Host, Origin and Authorization value in
-    order, and the ``Mcp-*`` headers grouped by name for ``RoutingHeaders``. ASGI servers
-    give the names in lower case; one that does not is read the same."""
-    kept: tuple[list[str], list[str], list[str]] = ([], [], [])
-    mcp: dict[str, list[bytes]] = {}
-    for name, value in raw:
-        try:
-            kind = _KINDS[name]
-        except KeyError:
-            kind = _kind_of(name)
-        if kind is None:
-            continue
-        if isinstance(kind, int):
-            kept[kind].append(value.decode("latin-1"))
-        else:
-            mcp.setdefault(kind, []).append(value)
-    return *kept, mcp
-
-
-_KEPT = {b"host": 0, b"origin": 1, b"authorization": 2}  # their places in ``kept`` above
-# What the first distinct header names are to the scan (a client sends the same few on
-# every request); a name beyond them, or longer than any real one, is worked out each time
-# it comes. At most 256 names of at most 64 bytes stay.
-_KINDS: dict[bytes, int | str | None] = {}
-_MAX_KINDS = 256
-_LONGEST_KEPT_NAME = 64
-
-
-def _kind_of(name: bytes) -> int | str | None:
-    """Where the scan puts a header: its place in ``kept``, the lower-case name of an
-    ``mcp-*`` header, or None for any other header (nothing here reads it)."""
-    lower = name.lower()
-    kind: int | str | None = _KEPT.get(lower)
-    if kind is None and lower.startswith(b"mcp-"):
-        kind = lower.decode("latin-1")
-    if len(_KINDS) < _MAX_KINDS and len(name) <= _LONGEST_KEPT_NAME:
-        _KINDS[name] = kind
-    return kind
+    write is the server's to finish). Hypercorn (like uvicorn) says ``http.disconnect`` as
+    soon as a response is complete, so the watcher usually ends on its own right after the
+    final write; with a server that does not, the request's end cancels it."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
+    if not responder.finishing:  # still the client's
+        request.cancel()
 
 
 def _own_path(scope: Scope) -> str:
@@ -428,27 +351,17 @@ def _own_path(scope: Scope) -> str:
 class HttpResponder:
     """Answers one request as JSON, or as SSE from its first notification on.
 
-    Every write has a deadline: a client that stops reading is treated as gone (its request's
-    scope is cancelled and nothing more is written), so it cannot pin the connection, the
-    response's memory or the handler. The final write is not the client's to interrupt: the
-    server finishes (or closes) the HTTP exchange inside it, and a cancel landing there, such
-    as the disconnect watcher's, would leave the connection open for good. It runs under the
-    request's own scope (``scope``), whose deadline it moves (in ``deadlines``) to
-    ``write_timeout`` from now and whose disconnect watcher stands down once it begins;
-    without a request scope (an answer decided before the body is read), under a shielded
-    scope of its own.
+    Every write has a deadline, ``write_timeout`` from its start: a client that stops reading
+    is treated as gone (its request's scope is cancelled and nothing more is written), so it
+    cannot pin the connection, the response's memory or the handler. The final write is not
+    the client's to interrupt: the server finishes (or closes) the HTTP exchange inside it,
+    and a cancel landing there would leave the connection open for good, so the disconnect
+    watcher stands down once it begins (``finishing``). Without a request scope (an answer
+    decided before the request is dispatched) the final write is shielded: nothing of the
+    request's is left to cancel it.
     """
 
-    __slots__ = (
-        "_deadlines",
-        "_extra",
-        "_gone",
-        "_scope",
-        "_streaming",
-        "_write_timeout",
-        "finishing",
-        "send",
-    )
+    __slots__ = ("_extra", "_gone", "_scope", "_streaming", "_write_timeout", "finishing", "send")
 
     def __init__(
         self,
@@ -456,52 +369,45 @@ class HttpResponder:
         scope: trio.CancelScope | None = None,
         write_timeout: float = math.inf,
         extra: list[tuple[bytes, bytes]] | None = None,
-        deadlines: Deadlines = _TRIOS,
     ) -> None:
         self.send = send
         self._extra = extra or []
         self._scope = scope
-        self._deadlines = deadlines
         self._write_timeout = write_timeout
         self._streaming = False
         self._gone = False
         self.finishing = False  # the final write has begun
 
-    def _write(
-        self, message: Message, then: Message | None = None, *, final: bool = False
-    ) -> Awaitable[None]:
-        """Send ``message`` (and ``then`` right after it) within one ``write_timeout``: the
-        coroutine that does it, handed on (every write passes here, and a frame of its own
-        would pass each of the write's yields on again)."""
-        if final and self._scope is not None and not self._gone:
-            return self._final_write(self._scope, message, then)
-        return self._bounded_write(message, then, final)
-
-    async def _bounded_write(self, message: Message, then: Message | None, final: bool) -> None:
+    async def _write(self, message: Message, then: Message | None = None) -> None:
+        """Send ``message`` (and ``then`` right after it) within one ``write_timeout``."""
         if self._gone:
             await trio.lowlevel.checkpoint()
             return
-        with trio.move_on_after(self._write_timeout, shield=final) as late:
+        request = self._scope
+        if self.finishing and request is not None:
+            await self._final_write(request, message, then)
+            return
+        with trio.move_on_after(self._write_timeout, shield=self.finishing) as late:
             await self.send(message)
             if then is not None:
                 await self.send(then)
         if late.cancelled_caught:
             self._drop()
-            if self._scope is not None:
-                self._scope.cancel()
+            if request is not None:
+                request.cancel()
 
     async def _final_write(
         self, request: trio.CancelScope, message: Message, then: Message | None
     ) -> None:
-        """The last write, bounded by the request's scope: every request takes this path,
-        and moving a deadline costs a fraction of entering and leaving a scope of its own."""
-        self._deadlines.arm(request, self._write_timeout)
+        """The last write, under the request's own scope: its deadline becomes the write's
+        (nothing is left of the request to outlast it)."""
+        request.deadline = trio.current_time() + self._write_timeout
         try:
             await self.send(message)
             if then is not None:
                 await self.send(then)
         except trio.Cancelled:
-            if self._deadlines.passed(request):  # it is the write's deadline
+            if trio.current_time() >= request.deadline:  # it is the write's deadline
                 self._drop()
             raise
 
@@ -532,7 +438,7 @@ class HttpResponder:
     ) -> None:
         self.finishing = True
         if self._streaming:
-            await self._write({"type": "http.response.body", "body": sse.event(data)}, final=True)
+            await self._write({"type": "http.response.body", "body": sse.event(data)})
             return
         # A whole JSON response: its start and its body are one final write (one deadline).
         fields = [*_JSON, (b"content-length", str(len(data)).encode())]
@@ -540,7 +446,7 @@ class HttpResponder:
             fields.append((name.encode("latin-1"), value.encode("latin-1")))
         fields += self._extra
         start = {"type": "http.response.start", "status": status, "headers": fields}
-        await self._write(start, {"type": "http.response.body", "body": data}, final=True)
+        await self._write(start, {"type": "http.response.body", "body": data})
 
 
 async def _plain(

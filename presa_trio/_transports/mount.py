@@ -47,6 +47,8 @@ class Mounted:
     under Starlette's ``Mount``, so it serves ``{prefix}/mcp``. ``metadata_path`` (an app
     with auth: its ``BearerAuth.metadata_path``) goes to ``mcp`` too, outside the prefix:
     there the MCP app answers its Protected Resource Metadata, where its challenge points.
+    An MCP app given a ``shutdown_timeout`` (process policy, off by default) starts that
+    clock when the ASGI server says shutdown, so it bounds the host's own shutdown too.
     """
 
     def __init__(

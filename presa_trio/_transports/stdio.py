@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, contextmanager
 from typing import Protocol, final
 
@@ -172,24 +172,27 @@ class _Session:
         if scope is not None:  # unknown or finished ids are ignored (wire §15.2)
             scope.cancel()
 
-    def take(self, requests: trio.Nursery, line: bytes | None) -> Awaitable[None] | None:
-        """Start ``line``'s request, or act on its notification, at once; or hand back the
-        refusal to write when the line is not a message. Taking a line never waits, so the
-        requests of one read all start before any of them runs, and their answers can leave
-        in one write."""
+    def take(self, requests: trio.Nursery, line: bytes | None) -> EnvelopeError | None:
+        """Start ``line``'s request, or act on its notification, at once; or return why it
+        cannot be served, when it is not a message (see ``refuse``). Taking a line never
+        waits, so the requests of one read all start before any of them runs, and their
+        answers can leave in one write."""
         if line is None:
-            error = RequestTooLarge("Message exceeds the line limit")
-            return self.dispatcher.refuse(error, None, StdioResponder(self.out))
+            return EnvelopeError(RequestTooLarge("Message exceeds the line limit"))
         try:
             message = parse_message(line)
         except EnvelopeError as exc:
-            return self.dispatcher.refuse(exc.error, exc.request_id, StdioResponder(self.out))
+            return exc
         if isinstance(message, Notification):
             if message.method == "notifications/cancelled":
                 self.cancel(message)
         else:
             self.start(requests, message)
         return None
+
+    async def refuse(self, refusal: EnvelopeError) -> None:
+        """Answer a line that is not a message (its error, with its id when it has one)."""
+        await self.dispatcher.refuse(refusal.error, refusal.request_id, StdioResponder(self.out))
 
 
 class Servable(Protocol):
@@ -248,7 +251,7 @@ async def _serve(
                     for line in batch:
                         refusal = session.take(requests, line)
                         if refusal is not None:
-                            await refusal
+                            await session.refuse(refusal)
                 if on_eof is not None:
                     on_eof()
                 runtime.begin_draining()  # EOF: listen streams end now, with their final result

@@ -39,7 +39,8 @@ def run(*args: str) -> str:
             ("bench/tasks_bench.py", "--quick"),
             r"folded \(trio's shape, the question, a record; no presa\):\s+[\d,]+ B/task\n"
             r"   three questions in one ctx.input \(200 tasks\):\s+[\d,]+ B/task(.|\n)*"
-            r"task creation .*\d\.\d\dx(.|\n)*trio alone: spawn, nursery, deadline .*\d\.\d\dx\s"
+            r"task creation .*\d\.\d\dx(.|\n)*"
+            r"trio alone: spawn, scope, nursery, deadline .*\d\.\d\dx\s"
             r"(.|\n)*a creation can be at most \d\.\d\dx a plain call",
         ),
         (
@@ -113,7 +114,7 @@ def test_the_in_process_breakdown_names_every_stage_each_timed_on_its_own() -> N
     out = run("bench/asgi_profile.py", "-n", "40", "--runs", "1")
     stages = [
         "trio: the raw exchange",
-        "trio: the request scope",
+        "trio: the request nursery",
         "parse",
         "admission",
         "validation",
@@ -124,7 +125,7 @@ def test_the_in_process_breakdown_names_every_stage_each_timed_on_its_own() -> N
     for stage in stages:
         found = re.search(rf"^  {re.escape(stage)}\s+(-?\d+\.\d)\s", out, re.MULTILINE)
         assert found is not None, f"{stage!r} missing from:\n{out}"
-        if stage != "trio: the request scope":  # a difference of two whole-request timings
+        if stage != "trio: the request nursery":  # a difference of two whole-request timings
             assert float(found.group(1)) > 0, f"{stage!r} not positive in:\n{out}"
 
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import trio
 
-from presa_trio import Server
-from presa_trio.ext.tasks import Limits, MemoryTaskStore, TaskRecord, TasksExtension
+from presa_trio import Server, Validation
+from presa_trio.ext.tasks import MemoryTaskStore, TaskLimits, TaskRecord, TasksExtension
 from presa_trio.extensions import Extension, ExtensionContext
 
 DOOMED = "doomed"
@@ -44,7 +44,7 @@ class DoomedStore:
     def __init__(self) -> None:
         self._inner = MemoryTaskStore()
 
-    async def create(self, task: TaskRecord, limits: Limits) -> None:
+    async def create(self, task: TaskRecord, limits: TaskLimits) -> None:
         await self._inner.create(task, limits)
 
     async def get(self, task_id: str) -> TaskRecord | None:
@@ -92,7 +92,7 @@ class LifespanProbe:
         print("lifespan app returned", flush=True)
 
 
-server = Server("boundaries", "1.0", validate_outbound=True)
+server = Server("boundaries", "1.0", validation=Validation(outbound=True))
 server.add_extension(TasksExtension(store=DoomedStore(), ttl_ms=600_000, poll_interval_ms=50))
 
 
@@ -157,7 +157,7 @@ class FragileExtension(Extension):
         raise RuntimeError(SERVICE_ERROR)
 
 
-fragile_server = Server("fragile", "1.0", validate_outbound=True)
+fragile_server = Server("fragile", "1.0", validation=Validation(outbound=True))
 fragile_server.add_extension(FragileExtension())
 
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import trio
 
-from presa_trio import Context, Server
+from presa_trio import Context, Server, Validation
 
-server = Server("e2e", "1.0", validate_outbound=True)
+server = Server("e2e", "1.0", validation=Validation(outbound=True))
 seen = {"cancelled": 0, "started": 0}
 
 

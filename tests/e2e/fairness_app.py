@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import trio
 
-from presa_trio import Context, Server
+from presa_trio import Context, Limits, Server
 from presa_trio.auth import AccessToken, BearerAuth
 
 TOKENS = {"token-alice": "alice", "token-bob": "bob"}
@@ -24,7 +24,9 @@ auth = BearerAuth(
     resource="https://mcp.example.com/mcp",
     authorization_servers=["https://auth.example.com"],
 )
-server = Server("fairness-e2e", "1", auth=auth, max_listeners=5, max_listeners_per_principal=3)
+server = Server(
+    "fairness-e2e", "1", auth=auth, limits=Limits(max_listeners=5, max_listeners_per_principal=3)
+)
 
 
 @server.tool()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import trio
 
-from presa_trio import Context, Server
+from presa_trio import Context, Server, Timeouts
 
 BODY_TIMEOUT = 2.0
 WRITE_TIMEOUT = 2.0
@@ -67,4 +67,4 @@ def resource_r() -> str:
     return "r"
 
 
-app = server.asgi_app(body_timeout=BODY_TIMEOUT, write_timeout=WRITE_TIMEOUT)
+app = server.asgi_app(timeouts=Timeouts(body=BODY_TIMEOUT, write=WRITE_TIMEOUT))

@@ -16,7 +16,7 @@ from typing import Any
 
 import trio
 
-from presa_trio import Context, Server
+from presa_trio import Context, Server, Validation
 from presa_trio.ext.tasks import TasksExtension
 
 
@@ -35,7 +35,7 @@ def tracer_provider(path: str) -> Any:
 strict = os.environ.get("PRESA_TASKS_STRICT") == "1"
 spans = os.environ.get("PRESA_SPANS")
 tracing = tracer_provider(spans) if spans else False
-server = Server("tasks-e2e", "1.0", validate_outbound=True, tracing=tracing)
+server = Server("tasks-e2e", "1.0", validation=Validation(outbound=True), tracing=tracing)
 server.add_extension(TasksExtension(require_name_header=strict))
 NAME_FORM = {
     "mode": "form",

@@ -27,14 +27,15 @@ from fastmcp_tasks.client import TasksClientExtension
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+WIRE = Path(__file__).resolve().parents[2] / "docs" / "reference" / "wire.md"
 
 
 def readme_client(url: str) -> Client:
-    """The official client as the README makes it: its expression, evaluated as written."""
+    """The official client as the wire reference (docs/reference/wire.md, "Which clients
+    connect") makes it: its expression, evaluated as written."""
     pattern = r"`(Client\(url, extensions=\[TasksClientExtension\(elicit\)\][^`]*)`"
-    found = re.search(pattern, README.read_text())
-    assert found is not None, "README.md lost its mcp Client(...) expression"
+    found = re.search(pattern, WIRE.read_text())
+    assert found is not None, "docs/reference/wire.md lost its mcp Client(...) expression"
     names = {"Client": Client, "TasksClientExtension": TasksClientExtension}
     client: Client = eval(found.group(1), {**names, "elicit": elicit, "url": url})
     return client
@@ -69,7 +70,8 @@ async def step(run: Callable[[], Awaitable[Any]]) -> dict[str, Any]:
 async def with_sdk(url: str) -> dict[str, Any]:
     """Tasks driven transparently: ``call_tool`` polls ``tasks/get`` until the result, and
     a task that parks for input is answered through the elicitation callback (``tasks/update``).
-    The client is the README's; without ``elicitation_callback=`` the question is refused."""
+    The client is the wire reference's; without ``elicitation_callback=`` the question is
+    refused."""
     seen: dict[str, Any] = {}
     async with readme_client(url) as c:
         seen["protocol_version"] = c.protocol_version
@@ -120,7 +122,7 @@ async def with_handle(url: str) -> dict[str, Any]:
 
 async def traced(url: str, which: str) -> dict[str, Any]:
     """One task followed to its result inside a client span, by FastMCP's client with its
-    handle (``which="fastmcp"``) or by the README's official client (``"sdk"``); the
+    handle (``which="fastmcp"``) or by the wire reference's official client (``"sdk"``); the
     client's spans."""
     from opentelemetry import trace
     from opentelemetry.sdk.trace import TracerProvider

@@ -1,9 +1,10 @@
 """Authorization discovery when the MCP app is mounted under ``/api`` of a host app, followed by
-a real client: the README's deployer mounted in Starlette (its ``metadata_app()`` routed at the
-host's root) and in Quart-Trio (``mounted``), each served by hypercorn on 127.0.0.1, and the
-official ``mcp`` SDK's ``OAuthClientProvider`` against a small authorization server served
-beside them (``oauth_server.py``): from the 401 through both metadata documents, registration
-and the code grant to a token the server accepts."""
+a real client: the authorization guide's deployer (docs/guides/auth.md) mounted in Starlette
+(its ``metadata_app()`` routed at the host's root) and in Quart-Trio (``mounted``), each
+served by hypercorn on 127.0.0.1, and the official ``mcp`` SDK's ``OAuthClientProvider``
+against a small authorization server served beside them (``oauth_server.py``): from the 401
+through both metadata documents, registration and the code grant to a token the server
+accepts."""
 
 from __future__ import annotations
 
@@ -44,9 +45,9 @@ async def home() -> str:
 
 
 def readme_block(name: str) -> str:
-    text = (ROOT / "README.md").read_text()
+    text = (ROOT / "docs" / "guides" / "auth.md").read_text()
     found = re.search(rf"<!-- {name} -->\n```python\n(.*?)```\n<!-- /{name} -->", text, re.S)
-    assert found is not None, f"README.md lost its {name}"
+    assert found is not None, f"docs/guides/auth.md lost its {name}"
     return found.group(1)
 
 
@@ -59,7 +60,7 @@ def authorization_server() -> Iterator[Served]:
 
 
 def host_app(kind: str, issuer: str, base: str) -> str:
-    """The README's deployer (its issuer and host replaced by the live ones) mounted at /api."""
+    """The guide's deployer (its issuer and host replaced by the live ones) mounted at /api."""
     mounting = readme_block("mounted-authorization-example") if kind == "starlette" else ""
     source = "\n".join([readme_block("authorization-example"), mounting or QUART_TRIO_HOST])
     return source.replace("https://auth.example.com", issuer).replace(

@@ -8,6 +8,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -409,3 +410,98 @@ def test_state_keys_from_the_command_line_verify_in_another_process() -> None:
         2,
         "presa-trio: a state key is ID:HEX, the id without '.', the key at least 16 bytes of hex\n",
     )
+
+
+STUCK_APP = '''
+import os
+from pathlib import Path
+
+import trio
+
+from presa_trio import Server
+
+server = Server("stuck", loop_warning=None)
+
+
+@server.tool()
+async def hold() -> str:
+    """Ignores its cancellation for a minute."""
+    Path(os.environ["STUCK_FLAG"]).write_text("entered")
+    with trio.CancelScope(shield=True):
+        await trio.sleep(60)
+    return "late"
+'''
+
+
+def stuck_command(tmp_path: Path, *mode: str) -> tuple[list[str], dict[str, str], Path]:
+    """``presa-trio serve`` of a server whose one tool ignores its cancellation."""
+    (tmp_path / "stuck_app.py").write_text(STUCK_APP)
+    flag = tmp_path / "entered"
+    env = {**os.environ, "PYTHONPATH": str(tmp_path), "STUCK_FLAG": str(flag)}
+    command = [sys.executable, "-m", "presa_trio", "serve", "stuck_app:server", *mode]
+    return [*command, "--shutdown-timeout", "1"], env, flag
+
+
+def test_serve_stdio_ends_a_shutdown_that_outlasts_its_bound(tmp_path: Path) -> None:
+    """The process is the command's: past ``--shutdown-timeout`` after the end of input, it
+    exits with status 70 (EX_SOFTWARE), whatever still runs."""
+    command, env, flag = stuck_command(tmp_path, "--stdio")
+    line = request(1, "tools/call", {"name": "hold", "arguments": {}}) + "\n"
+    result = subprocess.run(
+        command, cwd=tmp_path, env=env, input=line, capture_output=True, text=True, timeout=60
+    )
+    assert flag.read_text() == "entered"
+    assert result.returncode == 70, result.stderr
+    assert "shutdown did not finish within 1 s" in result.stderr
+    assert result.stdout == ""  # the held request never answered
+
+
+def connected(port: int) -> socket.socket:
+    """A connection to the server on ``port``, once it listens (30 s at most)."""
+    for _ in range(300):
+        try:
+            return socket.create_connection(("127.0.0.1", port), timeout=30)
+        except OSError:
+            time.sleep(0.1)
+    raise AssertionError(f"nothing listens on port {port}")
+
+
+def test_serve_http_ends_a_shutdown_that_outlasts_its_bound(tmp_path: Path) -> None:
+    """The same over HTTP: past ``--shutdown-timeout`` after SIGTERM, status 70. The app
+    itself arms no bound (it is the command's, not the library's)."""
+    command, env, flag = stuck_command(tmp_path)
+    port = free_port()
+    process = subprocess.Popen(
+        [*command, "--http", f"127.0.0.1:{port}"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        body = request(1, "tools/call", {"name": "hold", "arguments": {}}).encode()
+        head = (
+            f"POST /mcp HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\ncontent-type: application/json\r\n"
+            "accept: application/json, text/event-stream\r\nmcp-protocol-version: 2026-07-28\r\n"
+            f"mcp-method: tools/call\r\nmcp-name: hold\r\ncontent-length: {len(body)}\r\n\r\n"
+        )
+        with connected(port) as held:
+            held.sendall(head.encode() + body)
+            for _ in range(300):
+                if flag.exists():
+                    break
+                time.sleep(0.1)
+            assert flag.read_text() == "entered"
+            process.send_signal(signal.SIGTERM)
+            status = process.wait(timeout=30)
+        stderr = process.stderr.read() if process.stderr else ""
+        assert status == 70, stderr
+        assert "shutdown did not finish within 1 s" in stderr
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+        if process.stderr:
+            process.stderr.close()

@@ -2,8 +2,9 @@
 fastmcp-tasks client extension, and FastMCP's ``call_tool_task`` handle, against a real
 hypercorn trio worker on 127.0.0.1.
 
-The official client is made by the README's own expression (``tasks_client.readme_client``),
-and once more without its ``elicitation_callback=``, whose parked question is then refused.
+The official client is made by the wire reference's own expression (docs/reference/wire.md,
+``tasks_client.readme_client``), and once more without its ``elicitation_callback=``, whose
+parked question is then refused.
 These clients send no ``Mcp-Name`` on ``tasks/*`` (the spec says a client MUST). With
 ``TasksExtension(require_name_header=False)`` every flow works: a task created by
 ``tools/call``, polled with ``tasks/get`` to its result, parked for input and answered with
@@ -27,8 +28,8 @@ pytestmark = pytest.mark.e2e
 HERE = ROOT / "tests" / "e2e"
 CLIENT = HERE / "tasks_client.py"
 TOOLS = {"slow_add", "ask_name", "forever"}
-# A parked task's question to a client that declared no elicitation (the README's client
-# without its elicitation_callback=).
+# A parked task's question to a client that declared no elicitation (the wire reference's
+# client without its elicitation_callback=).
 MISSING = {"type": "text", "text": "Input requests need undeclared client capabilities"}
 
 

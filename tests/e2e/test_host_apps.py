@@ -1,6 +1,7 @@
-"""The README's two host apps (Starlette with ``lifespan=mcp_app.host_lifespan``, Quart-Trio
-with ``mcp_app.mounted``), each served by real hypercorn: MCP under ``/deploy``, the host's own
-route beside it, and a clean stop with the server drained after the host."""
+"""The two host apps of the mounting guide, docs/guides/mounting.md (Starlette with
+``lifespan=mcp_app.host_lifespan``, Quart-Trio with ``mcp_app.mounted``), each served by real
+hypercorn: MCP under ``/deploy``, the host's own route beside it, and a clean stop with the
+server drained after the host."""
 
 from __future__ import annotations
 
@@ -17,9 +18,9 @@ pytestmark = pytest.mark.e2e
 
 
 def readme_example(name: str) -> str:
-    text = (ROOT / "README.md").read_text()
+    text = (ROOT / "docs" / "guides" / "mounting.md").read_text()
     found = re.search(rf"```python\n# host example: {name}\n(.*?)```", text, re.DOTALL)
-    assert found is not None, f"the README lost its {name} example"
+    assert found is not None, f"the mounting guide lost its {name} example"
     return found.group(1)
 
 

@@ -1,5 +1,6 @@
-"""Mounted in a Starlette app, as the README shows: ``Mount("/deploy", app=mcp_app)`` with the
-host's lifespan running the server (Starlette's own test client, on trio)."""
+"""Mounted in a Starlette app, as the mounting guide (docs/guides/mounting.md) shows:
+``Mount("/deploy", app=mcp_app)`` with the host's lifespan running the server (Starlette's own
+test client, on trio)."""
 
 from __future__ import annotations
 

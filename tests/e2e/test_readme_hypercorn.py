@@ -1,5 +1,6 @@
-"""What README.md and docs/cancellation.md say plain hypercorn (0.18, ``--worker-class trio``)
-does, checked against it serving ``slow_app`` on 127.0.0.1 with raw clients:
+"""What the documentation (docs/guides/limits.md and deploying.md, docs/reference/limits.md,
+docs/cancellation.md) says plain hypercorn (0.18, ``--worker-class trio``) does, checked
+against it serving ``slow_app`` on 127.0.0.1 with raw clients:
 
 - a request head still arriving past 16 KiB (``h11_max_incomplete_size``) is answered 431 and
   the connection closed;
@@ -12,7 +13,7 @@ does, checked against it serving ``slow_app`` on 127.0.0.1 with raw clients:
 - embedded (``hypercorn.trio.serve``), a shutdown trigger that calls ``app.begin_draining()``
   ends it with its final result instead (docs/cancellation.md's block, run as written);
 - with ``--workers 2``, one worker killed stops the other and the master, which exits 0;
-- the Quickstart's ``app.py`` served by its command answers at ``/mcp``.
+- the README's Quickstart ``app.py`` served by its command answers at ``/mcp``.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""The README's "On the wire" block, run as it is (bash and curl) against the fixture under a
-real hypercorn worker on 127.0.0.1: every mode answers as the README says."""
+"""The wire reference's curl block (docs/reference/wire.md, "Every mode with curl"), run as it is
+(bash and curl) against the fixture under a real hypercorn worker on 127.0.0.1: every mode
+answers as the page says."""
 
 from __future__ import annotations
 
@@ -11,13 +12,13 @@ import subprocess
 import pytest
 from conftest import ROOT, running
 
-README = ROOT / "README.md"
+WIRE = ROOT / "docs" / "reference" / "wire.md"
 
 
 def block() -> str:
-    text = README.read_text()
+    text = WIRE.read_text()
     found = re.search(r"<!-- on-the-wire -->\n```bash\n(.*?)```\n<!-- /on-the-wire -->", text, re.S)
-    assert found is not None, "README.md lost its on-the-wire block"
+    assert found is not None, "docs/reference/wire.md lost its on-the-wire block"
     return found.group(1)
 
 

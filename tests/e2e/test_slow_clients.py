@@ -5,7 +5,7 @@ dribbles its headers or its body, never reads a large answer, or sits idle on a 
 connection. Each test measures from the client side whether, and after how long, the server
 released the connection, and from ``/proc`` what the worker process still holds. The app
 (``slow_app``) and hypercorn's flags use short deadlines so that every bound is seconds:
-``--keep-alive 1 --read-timeout 2``, ``body_timeout=2``, ``write_timeout=2``.
+``--keep-alive 1 --read-timeout 2``, ``Timeouts(body=2, write=2)``.
 
 Two bugs this harness found are fixed and kept as tests (details in ``SLOW-CLIENTS.md``): a
 connected client that never reads was never dropped (hypercorn's trio worker shields its socket

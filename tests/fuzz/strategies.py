@@ -37,13 +37,14 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 
 from fixtures.conformance import URI_PATTERN, build_server
+from presa_trio import Timeouts, Validation
 from presa_trio.testing import Client, SchemaViolationError
 
 PROTOCOL_VERSION = "2026-07-28"
 ENDPOINT = "/mcp"
 MAX_BODY = 4 * 1024 * 1024  # AsgiApp's default ``max_body``
 MAX_DEPTH = 128  # the nesting limit of the wire (the message object is level 1)
-SLOW_BODY_TIMEOUT = 0.01  # the ``body_timeout`` of the "slowbody" family's app
+SLOW_BODY_TIMEOUT = 0.01  # the body timeout of the "slowbody" family's app
 TASKS = "io.modelcontextprotocol/tasks"
 META_VERSION = "io.modelcontextprotocol/protocolVersion"
 META_CAPS = "io.modelcontextprotocol/clientCapabilities"
@@ -70,7 +71,7 @@ STATUS_OF_CODE: dict[int, frozenset[int]] = {
 REQUEST_CODES = frozenset({-32601, -32602, -32020, -32021, -32022, -32603})
 
 # The fixture's catalogue, read once from a server that is never run.
-_CATALOGUE = build_server(validate_outbound=False)
+_CATALOGUE = build_server(validation=Validation(outbound=False))
 TOOL_NAMES: tuple[str, ...] = tuple(sorted(_CATALOGUE.registry.tools))
 PROMPT_NAMES: tuple[str, ...] = tuple(sorted(_CATALOGUE.registry.prompts))
 RESOURCE_URIS: tuple[str, ...] = tuple(sorted(_CATALOGUE.registry.resources))
@@ -2003,7 +2004,7 @@ def concurrent_scenarios() -> st.SearchStrategy[Scenario]:
 
 @st.composite
 def slow_body_cases(draw: st.DrawFn) -> Case:
-    """Family "slowbody" (an app with a 10 ms ``body_timeout``): bodies that stop arriving.
+    """Family "slowbody" (an app with a 10 ms body timeout): bodies that stop arriving.
 
     Mostly a valid request from a correct client, sometimes any JSON-RPC-shaped message or
     another HTTP method; in chunks, and half the time the client stops sending half-way.
@@ -2025,7 +2026,9 @@ def slow_body_cases(draw: st.DrawFn) -> Case:
 
 
 #: Options a family's app is built with (the default: ``server.asgi_app()`` as it is).
-APP_OPTIONS: dict[str, dict[str, Any]] = {"slowbody": {"body_timeout": SLOW_BODY_TIMEOUT}}
+APP_OPTIONS: dict[str, dict[str, Any]] = {
+    "slowbody": {"timeouts": Timeouts(body=SLOW_BODY_TIMEOUT)}
+}
 
 FAMILIES: dict[str, Callable[[], st.SearchStrategy[Scenario]]] = {
     "rpc": lambda: single(rpc_cases()),
@@ -2210,7 +2213,7 @@ async def run_family(
     ``raise_failures`` the first problem fails (and Hypothesis shrinks it); without, every
     problem is counted and the run goes on.
     """
-    server = build_server(validate_outbound=True)
+    server = build_server()
     app = server.asgi_app(**APP_OPTIONS.get(family, {}))
     capture = _Capture()
     stats = Stats()

@@ -50,7 +50,7 @@ def discover(**params: Any) -> dict[str, Any]:
 
 
 async def play(body: dict[str, Any], headers: list[tuple[bytes, bytes]] | None = None) -> Answer:
-    app = build_server(validate_outbound=True).asgi_app()
+    app = build_server().asgi_app()
     async with app.lifespan():
         return await exchange(app, Case(json.dumps(body).encode(), headers or good_headers(body)))
 
@@ -65,7 +65,7 @@ async def test_a_prompt_given_a_non_uri_refuses_it_as_invalid_params(
     prompt now refuses the argument itself."""
     params = {"name": "test_prompt_with_embedded_resource", "arguments": {"resourceUri": uri}}
     body = _message("prompts/get", params, {}, 3)
-    app = build_server(validate_outbound=True).asgi_app()
+    app = build_server().asgi_app()
     async with app.lifespan():
         case = Case(json.dumps(body).encode(), good_headers(body))
         with caplog.at_level(logging.WARNING):
@@ -113,7 +113,7 @@ async def test_a_malformed_origin_that_a_lax_parser_reads_as_loopback_is_refused
 
 async def _served() -> tuple[Case, Answer, Client]:
     body = _message("tools/call", {"name": "greet", "arguments": {"name": "Ada"}}, {}, 41)
-    app = build_server(validate_outbound=True).asgi_app()
+    app = build_server().asgi_app()
     async with app.lifespan():
         case = Case(json.dumps(body).encode(), good_headers(body))
         return case, await exchange(app, case), Client(app)

@@ -25,12 +25,21 @@ from asgi_scope import http_scope
 from ignored_answers import LOGGER, ignored_keys
 
 from fixtures.conformance import build_server
-from presa_trio import AsgiApp, Context, HostPolicy, InvalidParams, KeyRing, Server
+from presa_trio import (
+    AsgiApp,
+    Context,
+    HostPolicy,
+    InvalidParams,
+    KeyRing,
+    RequestState,
+    Server,
+    Validation,
+)
 from presa_trio.ext.tasks import (
     EXTENSION_ID,
-    Limits,
     MemoryTaskStore,
     Status,
+    TaskLimits,
     TaskRecord,
     TasksExtension,
 )
@@ -38,7 +47,7 @@ from presa_trio.mrtr import elicit
 from presa_trio.testing import Client, RpcError, open_client
 
 WITH_TASKS: dict[str, Any] = {"elicitation": {}, "extensions": {EXTENSION_ID: {}}}
-UNLIMITED = Limits(
+UNLIMITED = TaskLimits(
     max_tasks=None,
     max_stored_per_principal=None,
     max_active_per_principal=None,
@@ -110,7 +119,7 @@ class TracingStore:
         if self.delay:
             await trio.sleep(self.delay)
 
-    async def create(self, task: TaskRecord, limits: Limits) -> None:
+    async def create(self, task: TaskRecord, limits: TaskLimits) -> None:
         await self._pause()
         await self.inner.create(task, limits)
         self.created.append(task.task_id)
@@ -157,7 +166,7 @@ def assert_one_terminal_state(store: TracingStore, task_id: str) -> Status:
 def tasks_server(store: TracingStore | None = None, **options: Any) -> tuple[Server, Ledger]:
     """A server with the task tools the race and storm tests need."""
     ledger = store.ledger if store is not None else Ledger()
-    server = Server("attacks", "1", validate_outbound=True)
+    server = Server("attacks", "1", validation=Validation(outbound=True))
     server.add_extension(
         TasksExtension(store=store, principal=client_name, limits=UNLIMITED, **options)
     )
@@ -650,7 +659,7 @@ async def test_concurrent_cancels_of_one_task_commit_once() -> None:
 
 def leaky_server(gates: list[trio.Event]) -> Server:
     """Tools with a bug, each failing once the newest gate opens."""
-    server = Server("leaky", "1", validate_outbound=True)
+    server = Server("leaky", "1", validation=Validation(outbound=True))
     server.add_extension(TasksExtension())
 
     @server.tool(options={"tasks": "optional"})
@@ -730,7 +739,7 @@ async def test_a_tool_that_ignores_cancellation(
     """The cancel is acknowledged within its 5 s bound, the task reads ``cancelled``, and the
     result the tool returns afterwards never appears."""
     mock_clock.autojump_threshold = 0
-    server = Server("stubborn", "1", validate_outbound=True)
+    server = Server("stubborn", "1", validation=Validation(outbound=True))
     server.add_extension(TasksExtension())
     returned: list[float] = []
 
@@ -889,8 +898,8 @@ async def test_forged_request_states_are_refused() -> None:
 async def test_a_token_of_an_instance_sharing_the_keys_verifies() -> None:
     keys = [("shared", b"k" * 32)]
     async with (
-        open_client(build_server(state_keys=KeyRing(keys))) as one,
-        open_client(build_server(state_keys=KeyRing(keys))) as two,
+        open_client(build_server(request_state=RequestState(keys=KeyRing(keys)))) as one,
+        open_client(build_server(request_state=RequestState(keys=KeyRing(keys)))) as two,
     ):
         token = await issued(one)
         assert (await two.request("tools/call", retry(token)))["resultType"] == "complete"
@@ -924,7 +933,7 @@ async def test_request_state_reused_elsewhere_is_refused(reuse: str) -> None:
 
 
 async def test_an_expired_request_state_is_refused() -> None:
-    async with open_client(build_server(state_ttl=-1)) as client:
+    async with open_client(build_server(request_state=RequestState(ttl=-1))) as client:
         token = await issued(client)
         await assert_refused(client, "tools/call", retry(token))
 

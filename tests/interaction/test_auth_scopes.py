@@ -15,7 +15,7 @@ import pytest
 import trio
 import trio.testing
 
-from presa_trio import Context, Server, serve_stdio
+from presa_trio import Context, Server, Validation, serve_stdio
 from presa_trio.auth import AccessToken, BearerAuth
 from presa_trio.ext.tasks import EXTENSION_ID, TasksExtension
 from presa_trio.mrtr import elicit
@@ -51,7 +51,9 @@ def bearer(**options: Any) -> BearerAuth:
 
 
 def build(auth: BearerAuth | None = None, **server_options: Any) -> Server:
-    server = Server("scoped", "1", validate_outbound=True, auth=auth, **server_options)
+    server = Server(
+        "scoped", "1", validation=Validation(outbound=True), auth=auth, **server_options
+    )
     server.add_extension(TasksExtension())
 
     @server.tool(scopes=["deploy"])

@@ -5,12 +5,12 @@ from __future__ import annotations
 import trio
 import trio.testing
 
-from presa_trio import Context, Server
+from presa_trio import Context, Server, Validation
 from presa_trio.testing import open_client
 
 
 def slow_server(log: list[str], entered: trio.Event) -> Server:
-    server = Server("slow", validate_outbound=True)
+    server = Server("slow", validation=Validation(outbound=True))
 
     @server.tool()
     async def wait_forever(ctx: Context) -> str:

@@ -18,7 +18,7 @@ import pytest
 import trio
 import trio.testing
 
-from presa_trio import Context, Server
+from presa_trio import Context, Limits, Server, Validation
 from presa_trio.auth import AccessToken, BearerAuth
 from presa_trio.testing import Client, RpcError, open_client
 
@@ -75,7 +75,7 @@ def tenants(gates: Gates, **options: Any) -> Server:
     auth = BearerAuth(
         Table(), resource="https://mcp.example.com/mcp", authorization_servers=["https://a.example"]
     )
-    server = Server("shares", "1", auth=auth, validate_outbound=True, **options)
+    server = Server("shares", "1", auth=auth, validation=Validation(outbound=True), **options)
 
     @server.tool()
     def hold(tag: str) -> str:
@@ -123,7 +123,7 @@ async def opened(streams: AsyncExitStack, client: Client) -> None:
 
 
 async def test_a_principal_holding_its_share_of_streams_leaves_the_rest_to_others() -> None:
-    server = tenants(Gates(), max_listeners=5, max_listeners_per_principal=3)
+    server = tenants(Gates(), limits=Limits(max_listeners=5, max_listeners_per_principal=3))
     listen = {"notifications": TOOLS}
     with trio.fail_after(10):
         async with principals(server) as (alice, bob, carol):
@@ -151,7 +151,7 @@ async def test_a_principal_holding_its_share_of_streams_leaves_the_rest_to_other
 
 
 async def test_a_closed_stream_gives_its_place_back_to_its_principal() -> None:
-    server = tenants(Gates(), max_listeners=5, max_listeners_per_principal=2)
+    server = tenants(Gates(), limits=Limits(max_listeners=5, max_listeners_per_principal=2))
     with trio.fail_after(10):
         async with principals(server) as (alice, _, _), AsyncExitStack() as streams:
             await opened(streams, alice)
@@ -165,8 +165,8 @@ async def test_a_closed_stream_gives_its_place_back_to_its_principal() -> None:
 async def test_clients_without_a_principal_are_bounded_by_the_totals_only() -> None:
     """A server that cannot tell its clients apart (no token, no ``principal`` function) has
     no one to be fair to: its anonymous clients hold no share, only the worker's bound."""
-    assert Server("defaults").settings.max_listeners_per_principal == 100
-    server = Server("anonymous", max_listeners=3, max_listeners_per_principal=1)
+    assert Server("defaults").settings.limits.max_listeners_per_principal == 100
+    server = Server("anonymous", limits=Limits(max_listeners=3, max_listeners_per_principal=1))
 
     @server.tool()
     def noop() -> str:
@@ -193,8 +193,9 @@ SHARES = [
 @pytest.mark.parametrize("share", SHARES)
 def test_a_share_is_at_least_one(share: str) -> None:
     with pytest.raises(ValueError, match=share):
-        Server("bad", **{share: 0})
-    assert getattr(Server("none", **{share: None}).settings, share) is None
+        Limits(**{share: 0})
+    limits = Limits(**{share: None})
+    assert getattr(Server("none", limits=limits).settings.limits, share) is None
 
 
 # ------------------------------------------------------------------ background work
@@ -203,7 +204,7 @@ def test_a_share_is_at_least_one(share: str) -> None:
 async def test_a_principal_runs_only_its_share_of_the_background_work() -> None:
     gates = Gates()
     # Four in all, two per principal; the loop watcher (the server's own) holds one.
-    server = tenants(gates, max_background=4, max_background_per_principal=2)
+    server = tenants(gates, limits=Limits(max_background=4, max_background_per_principal=2))
     async with principals(server) as (alice, bob, carol):
         runtime = alice.app.runtime
         assert runtime is not None and runtime.background_count == 1
@@ -237,7 +238,7 @@ async def test_a_principal_runs_only_its_share_of_the_background_work() -> None:
 
 async def test_past_its_share_of_threads_a_principal_waits_while_others_are_served() -> None:
     gates = Gates()
-    server = tenants(gates, max_threads=3, max_threads_per_principal=2)
+    server = tenants(gates, limits=Limits(max_threads=3, max_threads_per_principal=2))
     async with principals(server) as (alice, bob, _), trio.open_nursery() as nursery:
         runtime = alice.app.runtime
         assert runtime is not None
@@ -274,7 +275,7 @@ async def test_past_its_share_of_threads_a_principal_waits_while_others_are_serv
 
 async def test_a_principal_that_abandons_hung_calls_pins_only_its_own_share() -> None:
     gates = Gates()
-    server = tenants(gates, max_threads=3, max_threads_per_principal=1)
+    server = tenants(gates, limits=Limits(max_threads=3, max_threads_per_principal=1))
     async with principals(server) as (alice, bob, _):
         runtime = alice.app.runtime
         assert runtime is not None

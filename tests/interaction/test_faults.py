@@ -17,8 +17,14 @@ import trio
 import trio.testing
 from asgi_scope import http_scope
 
-from presa_trio import AsgiApp, Context, Server
-from presa_trio.ext.tasks import EXTENSION_ID, Limits, MemoryTaskStore, TaskRecord, TasksExtension
+from presa_trio import AsgiApp, Context, Server, Timeouts, Validation
+from presa_trio.ext.tasks import (
+    EXTENSION_ID,
+    MemoryTaskStore,
+    TaskLimits,
+    TaskRecord,
+    TasksExtension,
+)
 from presa_trio.testing import Client, open_client
 
 WITH_TASKS: dict[str, Any] = {"elicitation": {}, "extensions": {EXTENSION_ID: {}}}
@@ -56,7 +62,7 @@ class FaultyStore:
         if operation in self.failing:
             raise OSError(5, "Input/output error", SECRET_PATH)
 
-    async def create(self, task: TaskRecord, limits: Limits) -> None:
+    async def create(self, task: TaskRecord, limits: TaskLimits) -> None:
         await self._enter("create")
         await self.inner.create(task, limits)
 
@@ -84,7 +90,7 @@ class FaultyStore:
 
 
 def store_server(store: FaultyStore, clock: WallClock) -> Server:
-    server = Server("faults", "1", validate_outbound=True)
+    server = Server("faults", "1", validation=Validation(outbound=True))
     server.add_extension(
         TasksExtension(store=store, clock=clock, ttl_ms=3_600_000, reap_interval=60)
     )
@@ -289,7 +295,7 @@ async def test_output_that_breaks_the_schema_is_a_tool_error(
     wrong: Any, where: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.WARNING)
-    server = Server("shapes", "1", validate_outbound=True)
+    server = Server("shapes", "1", validation=Validation(outbound=True))
     server.add_extension(TasksExtension())
 
     @server.tool(output_schema=OUTPUT, options={"tasks": "optional"})
@@ -415,7 +421,7 @@ async def test_a_client_that_never_reads_is_dropped_within_the_write_timeout(
     mock_clock.autojump_threshold = 0
     caplog.set_level(logging.INFO, logger="presa_trio.http")
     cleaned: list[str] = []
-    app = slow_reader_server(cleaned).asgi_app(write_timeout=2.0)
+    app = slow_reader_server(cleaned).asgi_app(timeouts=Timeouts(write=2.0))
     async with open_client(app) as client:
         params: dict[str, Any] = {"name": tool}
         dropped: list[float] = []
@@ -451,7 +457,7 @@ async def test_the_drop_is_logged_with_the_write_timeout(
     timeout), whatever the clock reads."""
     mock_clock.autojump_threshold = 0
     caplog.set_level(logging.INFO, logger="presa_trio.http")
-    app = slow_reader_server([]).asgi_app(write_timeout=2.0)
+    app = slow_reader_server([]).asgi_app(timeouts=Timeouts(write=2.0))
     async with open_client(app) as client:
         await trio.sleep(100)  # the run has been up for a while
         await never_reading(app, client, "tools/call", {"name": "plain"}, "http.response.body")

@@ -10,7 +10,15 @@ import pytest
 import trio
 
 from fixtures.conformance import WAV
-from presa_trio import Context, InvalidParams, Server, ToolError, ToolResult
+from presa_trio import (
+    Context,
+    InvalidParams,
+    Listing,
+    Server,
+    ToolError,
+    ToolResult,
+    Validation,
+)
 from presa_trio.testing import Client, RpcError, drive, open_client
 
 SERVER_INFO = {"name": "presa-trio-conformance-fixture", "version": "0.1.0"}
@@ -230,7 +238,9 @@ class Reading:
 
 
 def build_user_server() -> Server:
-    server = Server("user", "1.0", validate_outbound=True, page_size=2)
+    server = Server(
+        "user", "1.0", validation=Validation(outbound=True), listing=Listing(page_size=2)
+    )
 
     @server.tool()
     async def add(a: int, b: int = 2) -> int:
@@ -379,7 +389,7 @@ async def test_unadvertised_methods_are_not_found(user: Client) -> None:
 
 
 async def test_progress_that_does_not_increase_is_dropped(caplog: pytest.LogCaptureFixture) -> None:
-    server = Server("p", validate_outbound=True)
+    server = Server("p", validation=Validation(outbound=True))
 
     @server.tool()
     async def wobbly(ctx: Context) -> str:

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from fixtures.conformance import build_server
-from presa_trio import Context, Server
+from presa_trio import Context, RequestState, Server
 from presa_trio._protocol.request_state import KeyRing
 from presa_trio.mrtr import elicit, sample
 from presa_trio.testing import Client, RpcError, open_client
@@ -225,7 +225,7 @@ async def test_state_is_bound_to_the_arguments() -> None:
 
 
 async def test_expired_state_is_refused() -> None:
-    server = build_server(state_ttl=-1.0)  # every state is born expired
+    server = build_server(request_state=RequestState(ttl=-1.0))  # every state is born expired
     async with open_client(server) as client:
         with pytest.raises(RpcError) as caught:
             await retry(client, TAMPERED, await first_state(client, TAMPERED))
@@ -234,15 +234,17 @@ async def test_expired_state_is_refused() -> None:
 
 async def test_key_rotation() -> None:
     old, new = ("old", b"o" * 32), ("new", b"n" * 32)
-    issuing = build_server(state_keys=KeyRing([old]))
+    issuing = build_server(request_state=RequestState(keys=KeyRing([old])))
     async with open_client(issuing) as client:
         state = await first_state(client, TAMPERED)
-    rotated = build_server(state_keys=KeyRing([new, old]))  # new signs, old still verifies
+    rotated = build_server(
+        request_state=RequestState(keys=KeyRing([new, old]))
+    )  # new signs, old still verifies
     async with open_client(rotated) as client:
         assert (await retry(client, TAMPERED, state))["resultType"] == "complete"
         fresh = await first_state(client, TAMPERED)
         assert fresh.split(".")[1] == "new"
-    retired = build_server(state_keys=KeyRing([new]))
+    retired = build_server(request_state=RequestState(keys=KeyRing([new])))
     async with open_client(retired) as client:
         with pytest.raises(RpcError) as caught:
             await retry(client, TAMPERED, state)

@@ -6,6 +6,7 @@ taken for certain: create on A, read, answer and cancel on B.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sqlite3
 from collections.abc import AsyncIterator, Callable
@@ -21,7 +22,18 @@ from postgres_cluster import Cluster
 
 from presa_trio import Context, Server
 from presa_trio._backends.postgres import WRITE_LOCK
-from presa_trio.ext.tasks import Limits, TasksExtension
+from presa_trio.backends import Backend, MemoryBackend, SharedBackend, open_backend
+from presa_trio.errors import CapacityExceeded, ServiceUnavailable
+from presa_trio.ext.tasks import (
+    MemoryTaskStore,
+    TaskLimits,
+    TaskRecord,
+    TasksExtension,
+    TaskStore,
+    default_store,
+)
+from presa_trio.ext.tasks._sql_store import SqlTaskStore
+from presa_trio.ext.tasks.testing import check_lease_store, check_task_store
 from presa_trio.mrtr import elicit
 from presa_trio.testing import Client, RpcError, open_client
 
@@ -30,9 +42,17 @@ QUESTION = elicit("Go?", {"go": {"type": "boolean"}}, ["go"])
 YES = {"action": "accept", "content": {"go": True}}
 
 
-def build(events: list[str], limits: Limits | None = None) -> Server:
+def build(
+    events: list[str],
+    limits: TaskLimits | None = None,
+    store_factory: Callable[[Backend], TaskStore] | None = None,
+) -> Server:
     server = Server("shared", "1")
-    server.add_extension(TasksExtension(poll_interval_ms=10, limits=limits, reap_interval=0.05))
+    server.add_extension(
+        TasksExtension(
+            poll_interval_ms=10, limits=limits, reap_interval=0.05, store_factory=store_factory
+        )
+    )
 
     @server.tool(options={"tasks": "optional"})
     async def sleeper() -> str:
@@ -231,7 +251,7 @@ async def test_task_notifications_reach_a_listener_on_another_worker(url: str) -
 
 
 async def test_capacity_limits_hold_across_workers(url: str) -> None:
-    limits = Limits(max_tasks=3, max_stored_per_principal=None, max_active_per_principal=None)
+    limits = TaskLimits(max_tasks=3, max_stored_per_principal=None, max_active_per_principal=None)
     async with two_workers(build([], limits), url) as (a, b):
         await a.create_task("asker")
         await b.create_task("asker")
@@ -351,3 +371,124 @@ async def test_connections_cut_by_postgresql_are_replaced_and_nothing_is_lost(
         await b.cancel_task(running)
         assert events == ["cleaned up"]
         assert (await a.get_task(running))["status"] == "cancelled"
+
+
+# ------------------------------------------------------------------ a store of one's own
+
+
+class Shelf:
+    """Task records every worker of the test sees: what a store of a user's own (on Redis,
+    say) shares between workers, here in this process."""
+
+    def __init__(self) -> None:
+        self.records: dict[str, TaskRecord] = {}
+
+
+class ShelfStore:
+    """A ``TaskStore`` that keeps leases (``LeaseStore``), written here against the
+    contracts alone. ``cut_off`` makes every later call fail, as a worker that lost its
+    store, and then its process, finds."""
+
+    def __init__(self, shelf: Shelf) -> None:
+        self.records = shelf.records
+        self.cut_off = False
+
+    async def _write(self) -> None:
+        await trio.lowlevel.checkpoint()
+        if self.cut_off:
+            raise ServiceUnavailable("This worker lost its store")
+
+    async def _read(self) -> None:
+        await trio.lowlevel.checkpoint_if_cancelled()
+        if self.cut_off:
+            raise ServiceUnavailable("This worker lost its store")
+
+    async def create(self, task: TaskRecord, limits: TaskLimits) -> None:
+        await self._write()
+        if task.task_id in self.records:
+            raise ValueError(f"task {task.task_id!r} exists")
+        theirs = [r for r in self.records.values() if r.principal == task.principal]
+        active = sum(not r.terminal for r in theirs)
+        refused = limits.refusal(len(self.records), len(theirs), active)
+        if refused is not None:
+            raise CapacityExceeded(refused, "Task capacity exhausted")
+        self.records[task.task_id] = task
+
+    async def get(self, task_id: str) -> TaskRecord | None:
+        await self._read()
+        return self.records.get(task_id)
+
+    async def compare_and_set(self, task: TaskRecord, expected_revision: int) -> bool:
+        await self._write()
+        current = self.records.get(task.task_id)
+        if current is None or current.revision != expected_revision:
+            return False
+        self.records[task.task_id] = task
+        return True
+
+    async def delete_expired(self, now_ms: int) -> int:
+        await self._write()
+        expired = [r.task_id for r in self.records.values() if r.expired(now_ms)]
+        for task_id in expired:
+            del self.records[task_id]
+        return len(expired)
+
+    async def count(self) -> int:
+        await self._read()
+        return len(self.records)
+
+    async def owners(self) -> frozenset[str]:
+        await self._read()
+        return frozenset(r.owner for r in self.records.values() if not r.terminal)
+
+    async def orphans(self, lost: frozenset[str]) -> list[str]:
+        await self._read()
+        return [r.task_id for r in self.records.values() if not r.terminal and r.owner in lost]
+
+
+async def test_the_store_written_here_keeps_the_store_and_lease_contracts() -> None:
+    await check_task_store(lambda: contextlib.nullcontext(ShelfStore(Shelf())))
+    await check_lease_store(lambda: contextlib.nullcontext(ShelfStore(Shelf())))
+
+
+async def test_a_store_of_ones_own_that_keeps_leases_fails_the_tasks_of_a_lost_worker(
+    tmp_path: Path,
+) -> None:
+    """The store is chosen by the ``store_factory`` hook, one view of the shelf for each
+    worker's run. Worker A runs a task, then loses its store and goes away without
+    recording how the task ended (its process died, say); B, which shares the backend's
+    leases, finds A lost and fails the task, as the SQL store's tasks are."""
+    shelf = Shelf()
+    views: dict[str, ShelfStore] = {}
+
+    def view_for(backend: Backend) -> TaskStore:
+        return views.setdefault(backend.worker_id, ShelfStore(shelf))
+
+    server = build([], store_factory=view_for)
+    url = f"sqlite:///{tmp_path}/shared.db?poll=0.005&lease=1&timeout=2"
+    async with open_client(server.asgi_app(backend=url), capabilities=TASKS) as b:
+        async with open_client(server.asgi_app(backend=url), capabilities=TASKS) as a:
+            task_id = await a.create_task("sleeper")
+            assert (await b.get_task(task_id))["status"] == "working"
+            owner = shelf.records[task_id].owner
+            assert owner in views and len(views) == 2
+            views[owner].cut_off = True
+        assert shelf.records[task_id].status.value == "working"  # A could record nothing
+        with trio.fail_after(30):  # within a lease and a quarter, and B's first lease
+            failed = await b.wait_task(task_id, ("failed", "completed", "cancelled"))
+    assert failed["status"] == "failed"
+    assert failed["error"] == {"code": -32603, "message": "The worker running this task was lost"}
+
+
+async def test_the_default_store_is_the_database_of_a_backend_that_has_one(
+    tmp_path: Path,
+) -> None:
+    """``default_store``, the hook ``TasksExtension`` uses unless given another: a backend
+    on a SQL database keeps the tasks there, any other this process's memory."""
+    assert isinstance(default_store(MemoryBackend()), MemoryTaskStore)
+    async with open_backend(sqlite_url(tmp_path)) as backend:
+        assert isinstance(backend, SharedBackend)
+        store = default_store(backend)
+        assert isinstance(store, SqlTaskStore) and store.db is backend.db
+    with pytest.raises(ValueError, match="not both"):
+        TasksExtension(store=MemoryTaskStore(), store_factory=default_store)

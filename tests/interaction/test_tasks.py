@@ -11,12 +11,12 @@ import trio
 import trio.testing
 from ignored_answers import LOGGER, MESSAGE, ignored_keys
 
-from presa_trio import Context, InternalError, Server, ToolError
+from presa_trio import Context, InternalError, Server, ToolError, Validation
 from presa_trio.ext.tasks import (
     EXTENSION_ID,
-    Limits,
     MemoryTaskStore,
     Status,
+    TaskLimits,
     TaskRecord,
     TasksExtension,
 )
@@ -50,7 +50,7 @@ class World:
 
 
 def build(world: World, clock: FakeClock, **options: Any) -> tuple[Server, TasksExtension]:
-    server = Server("tasks", "1", validate_outbound=True)
+    server = Server("tasks", "1", validation=Validation(outbound=True))
     ext = TasksExtension(clock=clock, principal=_principal, **options)
     server.add_extension(ext)
 
@@ -294,21 +294,26 @@ async def test_a_parked_task_holds_no_frame_of_the_call_chain(
     env: tuple[Client, TasksExtension],
 ) -> None:
     """Each suspended frame is a few hundred bytes a parked task holds for its whole wait:
-    the links between the runner and the tool hand on the tool's coroutine instead."""
+    nothing of the creating request's chain (dispatcher, handler) stays, and each link from
+    the runner to the tool is one ``async def`` frame: the runner's two, the task's work,
+    the end of the tools/call chain, the tool call, the handler's call, the tool,
+    ``Context.input`` and the parked wait."""
     client, _ext = env
     task_id = await create(client, "ask", {"keys": ["a"]})
     await trio.testing.wait_all_tasks_blocked()
     (task,) = tasks_of(client).runner.nursery.child_tasks
     frames = _frames(task.coro)
-    assert frames[: frames.index("TaskRunner.provide") + 1] == [
+    assert frames[: frames.index("_TaskInput.__call__") + 1] == [
         "TaskRunner._run",
         "TaskRunner._attempt",
+        "_ToolCall.__call__",
+        "_call",
         "Tool.call",
+        "Signature.call",
         "build.<locals>.ask",
-        "TaskRunner.provide",
+        "Context.input",
+        "_TaskInput.__call__",
     ]  # then trio's own, down to the channel's receive
-    call = _suspended(task.coro)["Tool.call"].f_locals
-    assert sorted(call) == ["arguments", "ctx", "running", "self"]  # not the bound kwargs
     await client.request("tasks/cancel", {"taskId": task_id})
 
 
@@ -782,7 +787,9 @@ async def test_capacity_limits(world: World, clock: FakeClock) -> None:
     server, _ext = build(
         world,
         clock,
-        limits=Limits(max_tasks=None, max_stored_per_principal=None, max_active_per_principal=2),
+        limits=TaskLimits(
+            max_tasks=None, max_stored_per_principal=None, max_active_per_principal=2
+        ),
     )
     async with open_client(server, capabilities=WITH_TASKS) as client:
         await create(client, "sleepy")
@@ -799,9 +806,9 @@ async def test_capacity_limits(world: World, clock: FakeClock) -> None:
 async def test_a_run_that_fills_the_byte_bound_refuses_the_next_creation(
     world: World, clock: FakeClock
 ) -> None:
-    """``Limits.max_stored_bytes``: the results held count, and so does what each running
+    """``TaskLimits.max_stored_bytes``: the results held count, and so does what each running
     task may still add (its reserve, ``max_result_bytes``)."""
-    limits = Limits(
+    limits = TaskLimits(
         max_tasks=None,
         max_stored_per_principal=None,
         max_active_per_principal=None,
@@ -836,7 +843,7 @@ async def test_a_run_that_fills_the_byte_bound_refuses_the_next_creation(
 async def test_running_tasks_hold_their_reserve_of_the_byte_bound(
     world: World, clock: FakeClock
 ) -> None:
-    limits = Limits(max_stored_per_principal=None, max_stored_bytes=4_000)
+    limits = TaskLimits(max_stored_per_principal=None, max_stored_bytes=4_000)
     server, _ext = build(world, clock, limits=limits, max_result_bytes=1_000)
     async with open_client(server, capabilities=WITH_TASKS) as client:
         store = tasks_of(client).store
@@ -872,7 +879,7 @@ class HangingStore:
             await trio.sleep(3_600)
         await trio.lowlevel.checkpoint()
 
-    async def create(self, task: TaskRecord, limits: Limits) -> None:
+    async def create(self, task: TaskRecord, limits: TaskLimits) -> None:
         if self.late:
             with trio.CancelScope(shield=True):
                 await self.inner.create(task, limits)

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import trio
 
-from presa_trio import Context, Server
+from presa_trio import Context, Limits, Server
 from presa_trio.testing import Client, open_client
 
 SLEEP = 0.3
@@ -77,7 +77,7 @@ async def test_a_blocking_sync_tool_does_not_delay_other_calls() -> None:
 
 @pytest.mark.parametrize("max_threads", [1, 2])
 async def test_the_thread_limiter_bounds_concurrent_sync_calls(max_threads: int) -> None:
-    server = Server("limited", max_threads=max_threads)
+    server = Server("limited", limits=Limits(max_threads=max_threads))
     lock = threading.Lock()
     running = [0]
     peak = [0]
@@ -111,7 +111,9 @@ async def test_the_thread_limiter_bounds_concurrent_sync_calls(max_threads: int)
 
 
 async def test_disconnecting_abandons_a_blocked_sync_tool_which_still_finishes() -> None:
-    server = Server("abandon", max_threads=1)  # one slot: the abandoned thread holds it
+    server = Server(
+        "abandon", limits=Limits(max_threads=1)
+    )  # one slot: the abandoned thread holds it
     entered = threading.Event()
     release = threading.Event()
     finished = threading.Event()

@@ -523,11 +523,11 @@ def test_with_tracing_off_opentelemetry_is_never_imported() -> None:
 
 
 def test_the_readme_example_runs() -> None:
-    """The README's "Observability" example, run as it is: it prints both spans, in the
-    caller's trace."""
-    text = (ROOT / "README.md").read_text()
+    """The observability guide's example (docs/guides/observability.md), run as it is: it
+    prints both spans, in the caller's trace."""
+    text = (ROOT / "docs" / "guides" / "observability.md").read_text()
     found = re.search(r"```python\n(# traced example: observability\n.*?)```", text, re.DOTALL)
-    assert found is not None, "README.md lost its observability example"
+    assert found is not None, "docs/guides/observability.md lost its observability example"
     done = subprocess.run(
         [sys.executable, "-c", found.group(1)],
         cwd=ROOT,

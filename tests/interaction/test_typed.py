@@ -17,7 +17,7 @@ import pytest
 import trio
 from pydantic import BaseModel, Field
 
-from presa_trio import Context, Param, Server, ToolResult
+from presa_trio import Context, Param, Server, ToolResult, Validation
 from presa_trio.ext.tasks import EXTENSION_ID, TasksExtension
 from presa_trio.testing import Client, RpcError, open_client
 
@@ -61,7 +61,7 @@ def kinds(values: dict[str, Any]) -> dict[str, str]:
 
 
 def build_server() -> Server:
-    server = Server("typed", validate_outbound=True)
+    server = Server("typed", validation=Validation(outbound=True))
 
     @server.tool(thread=False)
     def receive(

@@ -11,8 +11,8 @@ import trio
 import trio.testing
 
 from presa_trio.errors import InternalError, ServiceUnavailable
-from presa_trio.ext.tasks import Limits, MemoryTaskStore, Status, TaskRecord
-from presa_trio.ext.tasks._runner import TaskHandle, TaskRunner
+from presa_trio.ext.tasks import MemoryTaskStore, Status, TaskLimits, TaskRecord
+from presa_trio.ext.tasks._runner import SHARED_KEY_SETS, TaskHandle, TaskRunner
 from presa_trio.ext.tasks._states import CancelRequested, Completed, InputsAccepted, apply
 
 
@@ -40,7 +40,7 @@ async def runner() -> AsyncIterator[TaskRunner]:
 
 
 async def launch(runner: TaskRunner, task_id: str, work: Any, ttl_ms: int | None = None) -> None:
-    await runner.launch(record(task_id, ttl_ms), work, Limits())
+    await runner.launch(record(task_id, ttl_ms), work, TaskLimits())
 
 
 @pytest.mark.parametrize("steps", [0, 1, 2, 3, 5, 8])
@@ -109,6 +109,55 @@ async def test_parked_input_is_a_channel_per_key(
 ROOTS = {"method": "roots/list"}
 
 
+async def park_asking(runner: TaskRunner, task_id: str, keys: list[str]) -> TaskRecord:
+    """Launch a task that asks ``keys`` in one round; its record once it is parked."""
+
+    async def work(handle: TaskHandle) -> Mapping[str, Any]:
+        await handle.provide(None, dict.fromkeys(keys, ROOTS))
+        return {"resultType": "complete", "content": []}
+
+    await launch(runner, task_id, work)
+    await trio.testing.wait_all_tasks_blocked()
+    parked = await runner.store.get(task_id)
+    assert parked is not None and parked.status is Status.INPUT_REQUIRED
+    return parked
+
+
+async def test_tasks_that_ask_the_same_keys_share_one_set_of_them(
+    runner: TaskRunner, mock_clock: trio.testing.MockClock
+) -> None:
+    """A tool's tasks ask the same keys, and a parked task holds its set of them for its
+    whole life: the run keeps one copy of each."""
+    one = await park_asking(runner, "t-1", ["region", "size"])
+    other = await park_asking(runner, "t-2", ["size", "region"])
+    assert one.used_keys == other.used_keys == frozenset({"region", "size"})
+    assert one.used_keys is other.used_keys
+    third = await park_asking(runner, "t-3", ["region"])
+    assert third.used_keys == frozenset({"region"})  # another set, not a shared one
+    for task_id in ("t-1", "t-2", "t-3"):
+        await runner.cancel(task_id)
+
+
+async def test_a_task_that_asks_many_keys_keeps_its_own_set_of_them(
+    runner: TaskRunner, mock_clock: trio.testing.MockClock
+) -> None:
+    many = [f"step-{i}" for i in range(9)]
+    one = await park_asking(runner, "t-1", many)
+    other = await park_asking(runner, "t-2", many)
+    assert one.used_keys == other.used_keys == frozenset(many)
+    assert one.used_keys is not other.used_keys  # not kept in the run's table
+    for task_id in ("t-1", "t-2"):
+        await runner.cancel(task_id)
+
+
+def test_the_run_keeps_a_bounded_number_of_key_sets() -> None:
+    runner = TaskRunner(MemoryTaskStore(), lambda: 0)
+    kept = [runner.shared_keys(frozenset({f"k{n}"})) for n in range(SHARED_KEY_SETS + 1)]
+    # one more than it keeps: the oldest went, the newest stayed
+    assert runner.shared_keys(frozenset({"k0"})) is not kept[0]
+    assert runner.shared_keys(frozenset({f"k{SHARED_KEY_SETS}"})) is kept[-1]
+
+
 @pytest.mark.parametrize("ending", ["the tool gives up", "tasks/cancel", "the TTL", "shutdown"])
 async def test_a_round_is_withdrawn_only_when_its_task_goes_on(
     mock_clock: trio.testing.MockClock, ending: str
@@ -171,6 +220,30 @@ async def test_the_ttl_bounds_the_work(
     task = await runner.store.get("ttl")
     assert task is not None and task.status is Status.FAILED  # expired: not a client's cancel
     assert task.error == {"code": -32603, "message": "Task expired before it finished"}
+
+
+async def test_a_cancel_whose_cleanup_outlasts_the_ttl_still_ends_cancelled(
+    runner: TaskRunner, mock_clock: trio.testing.MockClock
+) -> None:
+    """A client's cancel is the task's own scope, the TTL its nursery's deadline: a cleanup
+    that runs on past the TTL does not turn the cancel into an expiry."""
+    mock_clock.autojump_threshold = 0
+
+    async def work(handle: TaskHandle) -> Mapping[str, Any]:
+        try:
+            await trio.sleep(3600)
+        finally:
+            with trio.CancelScope(shield=True):
+                await trio.sleep(4)  # from 3 s to 7 s: past the 5 s TTL
+        raise AssertionError("unreachable")
+
+    await launch(runner, "t", work, ttl_ms=5_000)
+    await trio.sleep(3)
+    await runner.cancel("t")  # waits for the cleanup (within its 5 s bound)
+    assert trio.current_time() == pytest.approx(7.0)
+    task = await runner.store.get("t")
+    assert task is not None and task.status is Status.CANCELLED
+    assert task.status_message == "Cancellation requested" and task.error is None
 
 
 def completes_after(finish: trio.Event) -> Any:
@@ -398,7 +471,7 @@ class BreakableStore:
         self.broken = False
         self.compare_and_sets_refused = 0
 
-    async def create(self, task: TaskRecord, limits: Limits) -> None:
+    async def create(self, task: TaskRecord, limits: TaskLimits) -> None:
         await self.inner.create(task, limits)
 
     async def get(self, task_id: str) -> TaskRecord | None:
@@ -519,7 +592,7 @@ async def test_a_task_is_registered_before_its_record_is_stored(
 
     original = runner.store.create
 
-    async def create(task: TaskRecord, limits: Limits) -> None:
+    async def create(task: TaskRecord, limits: TaskLimits) -> None:
         seen.append(task.task_id in runner._live)  # a tasks/cancel would find it already
         await original(task, limits)
 
@@ -546,7 +619,7 @@ async def test_a_cancel_before_the_task_first_runs_means_its_work_never_starts(
 ) -> None:
     started, work = _recorded()
     await launch(runner, "t", work)  # spawned; it runs at the next checkpoint at the earliest
-    await runner.cancel("t")  # marks it cancelled before its first checkpoint
+    await runner.cancel("t")  # cancels its scope, made at launch, before its first checkpoint
     assert started == []
     cancelled = await runner.store.get("t")
     assert cancelled is not None and cancelled.status is Status.CANCELLED
@@ -599,7 +672,7 @@ async def test_a_runner_that_stops_while_a_record_is_stored_fails_that_task(
     release = trio.Event()
     original = store.create
 
-    async def slow_create(task: TaskRecord, limits: Limits) -> None:
+    async def slow_create(task: TaskRecord, limits: TaskLimits) -> None:
         await release.wait()
         await original(task, limits)
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 import trio
+import trio.testing
 from asgi_scope import exchange
 
 from presa_trio import Server
@@ -21,9 +22,12 @@ Message = dict[str, Any]
 class Host:
     """A host app that records its lifespan and answers every other request 204."""
 
-    def __init__(self, *, startup: str = "complete", lifespan: bool = True) -> None:
+    def __init__(
+        self, *, startup: str = "complete", lifespan: bool = True, stopping: float = 0
+    ) -> None:
         self.startup = startup
         self.lifespan = lifespan
+        self.stopping = stopping  # how long its own shutdown takes, in seconds
         self.seen: list[str] = []
         self.server_ran_at_startup: bool | None = None
         self.probe: Any = None
@@ -42,6 +46,7 @@ class Host:
                         return
                 else:
                     self.server_ran_at_startup = self.probe() is not None
+                    await trio.sleep(self.stopping)
                     await send({"type": "lifespan.shutdown.complete"})
                     return
         self.seen.append(scope["path"])
@@ -59,9 +64,9 @@ class Lifespan:
     async def send(self, message: Message) -> None:
         self.app_says.send_nowait(message)
 
-    async def say(self, event: str) -> str:
+    async def say(self, event: str, within: float = 5) -> str:
         self.to_app.send_nowait({"type": f"lifespan.{event}"})
-        with trio.fail_after(5):
+        with trio.fail_after(within):
             answer: str = (await self.answers.receive())["type"]
         return answer
 
@@ -122,6 +127,46 @@ async def test_the_shutdown_bound_is_lifted_once_the_server_stopped() -> None:
     assert mcp_app.shutdown_bound.started  # the clock ran while it drained ...
     await trio.sleep(0.4)
     assert ended == []  # ... and never ended the process once the drain was done
+
+
+async def test_a_host_whose_own_shutdown_outlasts_ten_seconds_is_not_ended_by_default(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Ending the process is its owner's call: a mounted app arms no shutdown bound unless
+    its program asks for one, however long the host (Quart-Trio, say) takes to stop."""
+    ended: list[int] = []
+    host = Host(stopping=11.0)
+    mcp_app, app = server_and_host(host)
+    assert mcp_app.shutdown_bound.seconds is None
+    mcp_app.shutdown_bound = ShutdownBound(mcp_app.shutdown_bound.seconds, exit=ended.append)
+    lifespan = Lifespan()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(app, {"type": "lifespan"}, lifespan.app_reads.receive, lifespan.send)
+        assert await lifespan.say("startup") == "lifespan.startup.complete"
+        began = trio.current_time()
+        assert await lifespan.say("shutdown", within=60) == "lifespan.shutdown.complete"
+        assert trio.current_time() - began >= 11.0  # the host took its time, and was let
+    assert host.seen == ["lifespan.startup", "lifespan.shutdown"]
+    assert not mcp_app.shutdown_bound.started  # no clock ever ran
+    assert ended == []
+
+
+async def test_an_app_asked_for_a_shutdown_bound_starts_it_at_shutdown() -> None:
+    """``asgi_app(shutdown_timeout=...)``: the opt-in for a program that runs hypercorn
+    itself: its clock starts when the ASGI server says shutdown."""
+    ended: list[int] = []
+    server = Server("bounded")
+    app = server.asgi_app(shutdown_timeout=10)
+    assert app.shutdown_bound.seconds == 10
+    app.shutdown_bound = ShutdownBound(60.0, exit=ended.append)
+    lifespan = Lifespan()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(app, {"type": "lifespan"}, lifespan.app_reads.receive, lifespan.send)
+        assert await lifespan.say("startup") == "lifespan.startup.complete"
+        assert not app.shutdown_bound.started
+        assert await lifespan.say("shutdown") == "lifespan.shutdown.complete"
+    assert app.shutdown_bound.started
+    assert ended == []
 
 
 async def test_a_host_without_lifespan_support_still_gets_the_server_run() -> None:

@@ -1,10 +1,10 @@
-"""Unit tests for presa_trio._protocol.admission: the DNS-rebinding Host/Origin check."""
+"""Unit tests for the DNS-rebinding Host/Origin check (presa_trio._protocol.headers)."""
 
 from __future__ import annotations
 
 import pytest
 
-from presa_trio._protocol.admission import LOOPBACK_HOSTS, HostPolicy, refuse_any, refuse_reason
+from presa_trio._protocol.headers import LOOPBACK_HOSTS, HostPolicy, refuse_any, refuse_reason
 
 DEFAULT = HostPolicy()
 

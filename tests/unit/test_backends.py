@@ -42,9 +42,10 @@ from presa_trio.backends import (
 )
 from presa_trio.errors import CapacityExceeded
 from presa_trio.ext.tasks import _sql_store
+from presa_trio.ext.tasks._reapers import lost_tasks
 from presa_trio.ext.tasks._sql_store import SqlTaskStore
 from presa_trio.ext.tasks._states import Completed, Failed, Status, TaskRecord, apply
-from presa_trio.ext.tasks._store import Limits
+from presa_trio.ext.tasks._store import TaskLimits
 
 # ------------------------------------------------------------------------------ URLs
 
@@ -612,20 +613,25 @@ def task(task_id: str, owner: str) -> TaskRecord:
 async def test_orphans_are_the_unfinished_tasks_of_workers_gone_or_silent(
     kind: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
-    """Every unfinished task of every lost worker, and nothing else: the owners are found
-    one after another, so each of several must be reached (the first, one between, the
-    last), and owners with only finished tasks, or none at all, never count.
+    """Every unfinished task of every lost worker, and nothing else (``lost_tasks``: the
+    store's owners, less the backend's live workers): the owners are found one after
+    another, so each of several must be reached (the first, one between, the last), and
+    owners with only finished tasks, or none at all, never count.
 
-    Judged with a lease of ten minutes, so no worker that renews counts as lost however
-    slow the machine (with 200 ms, under load, the live worker's own tasks did); silence is
-    a heartbeat written as the epoch, and a renewal is waited for, not timed."""
+    Judged by a worker whose lease is ten minutes, so no worker that renews counts as lost
+    however slow the machine (with 200 ms, under load, the live worker's own tasks did);
+    silence is a heartbeat written as the epoch, and a renewal is waited for, not timed."""
     url = shared_url(kind, tmp_path, request)
     # renewals every half second: a silence lasts long enough to be seen, however slow
     url = url + "&lease=2" if kind == "postgresql" else f"sqlite:///{tmp_path}/state.db?lease=2"
-    unlimited = Limits(None, None, None)
-    lease_ms = 600_000
-    async with open_backend(url) as alive, open_backend(url) as idle:
-        assert isinstance(alive, SharedBackend)
+    judging = url.replace("lease=2", "lease=600")
+    unlimited = TaskLimits(None, None, None)
+    async with (
+        open_backend(url) as alive,
+        open_backend(url) as idle,
+        open_backend(judging) as judge,
+    ):
+        assert isinstance(alive, SharedBackend) and isinstance(judge, SharedBackend)
         store = SqlTaskStore(alive.db)
         async with open_backend(url) as leaving, open_backend(url) as also_leaving:
             for n in range(3):
@@ -636,9 +642,9 @@ async def test_orphans_are_the_unfinished_tasks_of_workers_gone_or_silent(
                 "done", "p", "tool", Status.COMPLETED, 1, 1, None, None, owner="long-gone"
             )
             await store.create(finished, unlimited)
-            assert await store.orphans(lease_ms) == []
+            assert await lost_tasks(store, judge) == []
         lost = [f"{who}{n}" for who in ("also", "theirs") for n in range(3)]
-        assert sorted(await store.orphans(lease_ms)) == lost  # they left
+        assert sorted(await lost_tasks(store, judge)) == lost  # they left
 
         def silence(conn: Any) -> None:  # and a silent worker
             conn.execute(
@@ -657,14 +663,14 @@ async def test_orphans_are_the_unfinished_tasks_of_workers_gone_or_silent(
         with trio.fail_after(10):
             while not silenced:
                 await alive.db.write(silence)
-                orphans = sorted(await store.orphans(lease_ms))
+                orphans = sorted(await lost_tasks(store, judge))
                 if await alive.db.run(heartbeat) == 0:
                     silenced = orphans
         assert silenced == sorted([*lost, "mine0", "mine1", "mine2"])
         with trio.fail_after(10):  # until it renews its lease (every lease/4)
             while await alive.db.run(heartbeat) == 0:  # noqa: ASYNC110
                 await trio.sleep(0.01)
-        assert sorted(await store.orphans(lease_ms)) == lost
+        assert sorted(await lost_tasks(store, judge)) == lost
         assert idle.worker_id not in {alive.worker_id, leaving.worker_id}
 
 
@@ -672,14 +678,14 @@ async def test_sqlite_orphans_cost_the_same_however_many_tasks_are_unfinished(
     tmp_path: Path,
 ) -> None:
     """The lost-worker sweep, every quarter lease on every worker, seeks each owner of an
-    unfinished task in the index and reads only the lost owners' tasks. Counted in SQLite's
-    own steps, it costs as much with 10,001 unfinished tasks of a live worker as with one;
-    reading every unfinished task to check its owner cost a step or more for each."""
+    unfinished task in the index (``SqlTaskStore.owners``) and reads only the lost owners'
+    tasks. Counted in SQLite's own steps, it costs as much with 10,001 unfinished tasks of a
+    live worker as with one; reading every unfinished task to check its owner cost a step
+    or more for each."""
     async with open_backend(url_of(tmp_path)) as backend:
         assert isinstance(backend, SharedBackend)
         store = SqlTaskStore(backend.db)
-        await store.create(task("t", backend.worker_id), Limits(None, None, None))
-        query = _sql_store._ORPHANS.format(clock=backend.db.clock)
+        await store.create(task("t", backend.worker_id), TaskLimits(None, None, None))
         with contextlib.closing(sqlite3.connect(tmp_path / "state.db")) as conn:
 
             def steps() -> int:
@@ -692,7 +698,8 @@ async def test_sqlite_orphans_cost_the_same_however_many_tasks_are_unfinished(
 
                 conn.set_progress_handler(count, 1)
                 try:
-                    assert conn.execute(query, (200_000,)).fetchall() == []
+                    owners = conn.execute(_sql_store._OWNERS).fetchall()
+                    assert owners == [(backend.worker_id,)]
                 finally:
                     conn.set_progress_handler(None, 1)
                 return counted
@@ -847,7 +854,7 @@ async def test_the_revision_fences_a_worker_declared_lost(
         assert isinstance(backend, SharedBackend)
         store = SqlTaskStore(backend.db)
         mine = task("t", "lost-worker")
-        await store.create(mine, Limits(None, None, None))
+        await store.create(mine, TaskLimits(None, None, None))
         failed = apply(mine, Failed({"code": -32603, "message": "lost"}), 2)
         assert await store.compare_and_set(failed, mine.revision)  # the reaper's commit
         late = apply(mine, Completed({"content": []}), 3)  # the lost worker's, too late
@@ -870,7 +877,7 @@ async def test_postgresql_writes_without_pipeline_mode(
     try:
         assert not db._pipelined
         store = SqlTaskStore(db)
-        one = Limits(max_tasks=1, max_stored_per_principal=None, max_active_per_principal=None)
+        one = TaskLimits(max_tasks=1, max_stored_per_principal=None, max_active_per_principal=None)
         await store.create(task("t1", "w"), one)
         with pytest.raises(CapacityExceeded):
             await store.create(task("t2", "w"), one)

@@ -117,6 +117,11 @@ def test_key_names_are_exported() -> None:
         presa_trio.Schemas,
         presa_trio.KeyRing,
         presa_trio.HostPolicy,
+        presa_trio.Limits,
+        presa_trio.Listing,
+        presa_trio.RequestState,
+        presa_trio.Timeouts,
+        presa_trio.Validation,
         presa_trio.Param,
         presa_trio.ToolResult,
         module("presa_trio.extensions").ExtensionContext,
@@ -132,3 +137,15 @@ def test_key_names_are_exported() -> None:
 )
 def test_concrete_public_classes_are_final(cls: type) -> None:
     assert getattr(cls, "__final__", False) is True
+
+
+def test_the_tasks_limits_keep_their_old_name_with_a_warning() -> None:
+    """``presa_trio.ext.tasks.Limits`` is now ``TaskLimits`` (``presa_trio.Limits`` is the
+    server's): the old name still works, and says so."""
+    tasks = module("presa_trio.ext.tasks")
+    with pytest.warns(DeprecationWarning, match="use presa_trio.ext.tasks.TaskLimits"):
+        old = tasks.Limits
+    assert old is tasks.TaskLimits
+    with pytest.warns(DeprecationWarning):
+        exec("from presa_trio.ext.tasks import Limits", {})
+    assert "Limits" not in tasks.__all__

@@ -36,7 +36,6 @@ PURE = [
     "presa_trio._protocol.tokens",
     "presa_trio._protocol.jsonrpc",
     "presa_trio._protocol.dialect",
-    "presa_trio._protocol.admission",
     "presa_trio._protocol.headers",
     "presa_trio._protocol.sse",
     "presa_trio._protocol.schema",

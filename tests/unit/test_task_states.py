@@ -80,24 +80,48 @@ def test_terminal_set() -> None:
     assert frozenset({Status.COMPLETED, Status.FAILED, Status.CANCELLED}) == TERMINAL
 
 
+#: Which statuses each status may move to (SEP-2663 §Task Status): what the table must
+#: allow, and nothing more.
+MOVES: dict[Status, set[Status]] = {
+    Status.WORKING: {
+        Status.INPUT_REQUIRED,
+        Status.COMPLETED,
+        Status.FAILED,
+        Status.CANCELLED,
+    },
+    Status.INPUT_REQUIRED: {
+        Status.WORKING,
+        Status.COMPLETED,
+        Status.FAILED,
+        Status.CANCELLED,
+    },
+    Status.COMPLETED: set(),
+    Status.FAILED: set(),
+    Status.CANCELLED: set(),
+}
+EVENT_TYPES = {type(event) for event in EVERY_EVENT}
+
+
 def test_transition_table() -> None:
-    assert dict(TRANSITIONS) == {
-        Status.WORKING: {
-            Status.INPUT_REQUIRED,
-            Status.COMPLETED,
-            Status.FAILED,
-            Status.CANCELLED,
-        },
-        Status.INPUT_REQUIRED: {
-            Status.WORKING,
-            Status.COMPLETED,
-            Status.FAILED,
-            Status.CANCELLED,
-        },
+    """A status that is not terminal has a move for every event, a terminal one for none;
+    and every move leads where ``MOVES`` allows."""
+    assert {status: set(row) for status, row in TRANSITIONS.items()} == {
+        Status.WORKING: EVENT_TYPES,
+        Status.INPUT_REQUIRED: EVENT_TYPES,
         Status.COMPLETED: set(),
         Status.FAILED: set(),
         Status.CANCELLED: set(),
     }
+    reached: dict[Status, set[Status]] = {status: set() for status in Status}
+    for start in (rec(), waiting("a"), waiting("a", "b")):
+        for event in [*EVERY_EVENT, asking("b", "c"), InputsAccepted(frozenset({"a", "b"}))]:
+            try:
+                after = apply(start, event, T0 + 20)
+            except KeyReused:
+                continue
+            if after.status is not start.status:
+                reached[start.status].add(after.status)
+    assert reached == MOVES
 
 
 @pytest.mark.parametrize("status", list(Status))
@@ -197,25 +221,23 @@ def test_used_keys_stays_a_frozenset() -> None:
     assert type(after.used_keys) is frozenset
 
 
-def test_tasks_that_ask_the_same_keys_share_one_set_of_them() -> None:
-    one = apply(rec(task_id="t-1"), asking("region", "size"), T0 + 1)
-    other = apply(rec(task_id="t-2"), asking("size", "region"), T0 + 2)
-    assert one.used_keys == other.used_keys == frozenset({"region", "size"})
-    assert one.used_keys is other.used_keys
-    third = apply(rec(task_id="t-3"), asking("region"), T0 + 3)
-    assert third.used_keys == frozenset({"region"})  # another set, not a shared one
-    later = apply(
-        apply(one, InputsAccepted(frozenset({"region", "size"})), T0 + 4), asking("x"), T0 + 5
-    )
+def test_a_first_round_given_its_keys_keeps_that_very_set() -> None:
+    """Which tasks share a set of keys is the runner's choice (``TaskRunner.shared_keys``):
+    the state machine keeps the set a round brings, and makes a set of its own otherwise."""
+    keys = frozenset({"region", "size"})
+    one = apply(rec(task_id="t-1"), InputRequested({"region": ASK, "size": ASK}, keys), T0 + 1)
+    other = apply(rec(task_id="t-2"), InputRequested({"size": ASK, "region": ASK}, keys), T0 + 2)
+    assert one.used_keys is other.used_keys is keys
+    third = apply(rec(task_id="t-3"), asking("region", "size"), T0 + 3)
+    assert third.used_keys == keys and third.used_keys is not keys
+    later = apply(apply(one, InputsAccepted(keys), T0 + 4), asking("x"), T0 + 5)
     assert later.used_keys == frozenset({"region", "size", "x"})
+    assert keys == frozenset({"region", "size"})  # the shared set is never changed
 
 
-def test_a_task_that_asks_many_keys_keeps_its_own_set_of_them() -> None:
-    many = [f"step-{i}" for i in range(9)]
-    one = apply(rec(task_id="t-1"), asking(*many), T0 + 1)
-    other = apply(rec(task_id="t-2"), asking(*many), T0 + 2)
-    assert one.used_keys == other.used_keys == frozenset(many)
-    assert one.used_keys is not other.used_keys  # not kept in the shared cache
+def test_an_event_the_table_has_no_move_for_is_refused() -> None:
+    with pytest.raises(InvalidTransition, match="no move"):
+        apply(rec(), object(), T0)  # type: ignore[arg-type]
 
 
 def test_empty_input_request_is_a_no_op() -> None:
@@ -396,7 +418,7 @@ def test_random_event_sequences_keep_invariants(steps: list[tuple[TaskEvent, int
             if task.status is before.status:
                 assert task.status is Status.INPUT_REQUIRED
             else:
-                assert task.status in TRANSITIONS[before.status]
+                assert task.status in MOVES[before.status]
         # (c) revision counts exactly the effective changes
         assert task.revision == changes
         # (d) pending keys were all marked used

@@ -36,8 +36,14 @@ from presa_trio.ext.tasks._states import (
     TaskRecord,
     apply,
 )
-from presa_trio.ext.tasks._store import Limits, MemoryTaskStore, TaskStore, payload_bytes
-from presa_trio.ext.tasks.testing import check_task_store
+from presa_trio.ext.tasks._store import (
+    LeaseStore,
+    MemoryTaskStore,
+    TaskLimits,
+    TaskStore,
+    payload_bytes,
+)
+from presa_trio.ext.tasks.testing import check_lease_store, check_task_store
 
 StoreFactory = Callable[[], TaskStore]
 
@@ -64,7 +70,7 @@ STORES: list[Any] = [
 ]
 
 T0 = 1_700_000_000_000
-UNLIMITED = Limits(max_tasks=None, max_stored_per_principal=None, max_active_per_principal=None)
+UNLIMITED = TaskLimits(max_tasks=None, max_stored_per_principal=None, max_active_per_principal=None)
 RESULT: dict[str, Any] = {"content": [{"type": "text", "text": "done"}], "isError": False}
 
 
@@ -160,7 +166,7 @@ async def test_cas_unknown_id_fails_and_stores_nothing(store: TaskStore) -> None
 
 @pytest.mark.parametrize("n", [1, 3])
 async def test_max_tasks_refuses_the_next_create(store: TaskStore, n: int) -> None:
-    limits = Limits(max_tasks=n, max_stored_per_principal=None, max_active_per_principal=None)
+    limits = TaskLimits(max_tasks=n, max_stored_per_principal=None, max_active_per_principal=None)
     for i in range(n):
         await store.create(rec(f"t{i}", principal=f"s{i}"), limits)
     with pytest.raises(CapacityExceeded) as caught:
@@ -171,7 +177,7 @@ async def test_max_tasks_refuses_the_next_create(store: TaskStore, n: int) -> No
 
 
 async def test_max_tasks_counts_terminal_records_too(store: TaskStore) -> None:
-    limits = Limits(max_tasks=1, max_stored_per_principal=None, max_active_per_principal=None)
+    limits = TaskLimits(max_tasks=1, max_stored_per_principal=None, max_active_per_principal=None)
     await store.create(rec(), limits)
     assert await store.compare_and_set(done(rec()), 0) is True
     with pytest.raises(CapacityExceeded) as caught:
@@ -180,7 +186,7 @@ async def test_max_tasks_counts_terminal_records_too(store: TaskStore) -> None:
 
 
 async def test_max_tasks_frees_after_delete_expired(store: TaskStore) -> None:
-    limits = Limits(max_tasks=1, max_stored_per_principal=None, max_active_per_principal=None)
+    limits = TaskLimits(max_tasks=1, max_stored_per_principal=None, max_active_per_principal=None)
     await store.create(rec(ttl_ms=10), limits)
     assert await store.delete_expired(T0 + 10) == 1
     await store.create(rec("t-2"), limits)
@@ -189,7 +195,9 @@ async def test_max_tasks_frees_after_delete_expired(store: TaskStore) -> None:
 
 # -------------------------------------------------------- max_active_per_principal
 
-PER_PRINCIPAL = Limits(max_tasks=None, max_stored_per_principal=None, max_active_per_principal=2)
+PER_PRINCIPAL = TaskLimits(
+    max_tasks=None, max_stored_per_principal=None, max_active_per_principal=2
+)
 
 
 async def fill_scope(store: TaskStore, principal: str = "s") -> None:
@@ -264,14 +272,14 @@ async def test_deleting_expired_terminal_task_frees_nothing_more(store: TaskStor
 async def test_terminal_records_do_not_count_as_active(store: TaskStore) -> None:
     # "counts only non-terminal tasks of the same principal": a record stored already terminal
     # (e.g. restored or imported) must not take an active slot.
-    limits = Limits(max_tasks=None, max_stored_per_principal=None, max_active_per_principal=1)
+    limits = TaskLimits(max_tasks=None, max_stored_per_principal=None, max_active_per_principal=1)
     await store.create(done(rec("old")), limits)
     await store.create(rec("new"), limits)
     assert await store.count() == 2
 
 
 async def test_max_tasks_is_checked_with_per_scope_limit(store: TaskStore) -> None:
-    limits = Limits(max_tasks=2, max_stored_per_principal=None, max_active_per_principal=2)
+    limits = TaskLimits(max_tasks=2, max_stored_per_principal=None, max_active_per_principal=2)
     await store.create(rec("a", principal="x"), limits)
     await store.create(rec("b", principal="y"), limits)
     with pytest.raises(CapacityExceeded) as caught:
@@ -282,8 +290,8 @@ async def test_max_tasks_is_checked_with_per_scope_limit(store: TaskStore) -> No
 # ------------------------------------------------------------ max_stored_bytes
 
 
-def bytes_only(most: int, reserve: int = 0) -> Limits:
-    return Limits(
+def bytes_only(most: int, reserve: int = 0) -> TaskLimits:
+    return TaskLimits(
         max_tasks=None,
         max_stored_per_principal=None,
         max_active_per_principal=None,
@@ -315,7 +323,7 @@ def test_the_byte_bound_reserves_room_for_every_running_task() -> None:
     assert limits.refusal(0, 0, 0, stored_bytes=1_000, active=3) == "max_stored_bytes"
     assert limits.refusal(0, 0, 0, stored_bytes=None, active=10**6) is None  # not counted
     assert replace(limits, max_stored_bytes=None).refusal(0, 0, 0, stored_bytes=10**12) is None
-    assert Limits().max_stored_bytes == 256 * 1024 * 1024
+    assert TaskLimits().max_stored_bytes == 256 * 1024 * 1024
 
 
 async def test_the_memory_store_keeps_the_byte_bound() -> None:
@@ -371,7 +379,7 @@ async def test_the_memory_store_measures_a_record_only_when_a_payload_changes(
 async def test_a_store_on_a_database_does_not_apply_the_byte_bound(
     make: Callable[[Path], StoreFactory], tmp_path: Path
 ) -> None:
-    """Its records are on disk: ``Limits.max_stored_bytes`` bounds the process's memory."""
+    """Its records are on disk: ``TaskLimits.max_stored_bytes`` bounds the process's memory."""
     store = make(tmp_path)()
     for n in range(3):
         await store.create(rec(f"t{n}"), bytes_only(1, reserve=1_000))
@@ -482,7 +490,7 @@ async def stored_total(database: SqlDatabase) -> list[int]:
     return [int(row[0]) for row in rows]
 
 
-ONLY_TOTAL = Limits(max_tasks=4, max_stored_per_principal=None, max_active_per_principal=None)
+ONLY_TOTAL = TaskLimits(max_tasks=4, max_stored_per_principal=None, max_active_per_principal=None)
 
 
 async def test_sql_total_starts_from_the_tasks_a_database_holds(
@@ -534,7 +542,7 @@ async def test_sql_total_follows_creations_refusals_and_sweeps(
 ) -> None:
     database = sql_databases()
     store = SqlTaskStore(database)
-    two_each = Limits(max_tasks=None, max_stored_per_principal=2, max_active_per_principal=None)
+    two_each = TaskLimits(max_tasks=None, max_stored_per_principal=2, max_active_per_principal=None)
     await store.create(rec("a", ttl_ms=100), two_each)
     await store.create(rec("b"), two_each)
     with pytest.raises(CapacityExceeded):
@@ -629,7 +637,7 @@ class LoseyStore:
     def __init__(self) -> None:
         self.inner = MemoryTaskStore()
 
-    async def create(self, task: TaskRecord, limits: Limits) -> None:
+    async def create(self, task: TaskRecord, limits: TaskLimits) -> None:
         await self.inner.create(task, limits)
 
     async def get(self, task_id: str) -> TaskRecord | None:
@@ -679,3 +687,85 @@ class HastyStore(LoseyStore):
 async def test_check_task_store_catches_a_broken_store(broken: Any, rule: str) -> None:
     with pytest.raises(AssertionError, match=f"^{rule}: "):
         await check_task_store(lambda: contextlib.nullcontext(broken()))
+
+
+# ------------------------------------------------------------------ leases
+
+
+@pytest.mark.parametrize("stores", [sqlite_stores, postgres_stores], ids=["sqlite", "postgresql"])
+async def test_check_lease_store_passes(
+    stores: Any, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """The stores on a database keep leases, as ``check_lease_store`` checks them."""
+    if stores is postgres_stores:
+        factory: StoreFactory = stores(tmp_path, request.getfixturevalue("postgres"))
+    else:
+        factory = stores(tmp_path)
+
+    def opened() -> contextlib.nullcontext[LeaseStore]:
+        store = factory()
+        assert isinstance(store, LeaseStore)  # what TasksExtension checks
+        return contextlib.nullcontext(store)
+
+    await check_lease_store(opened)
+
+
+def test_the_memory_store_keeps_no_leases() -> None:
+    """One process's memory dies with its worker: there is no one left to fail its tasks."""
+    assert not isinstance(MemoryTaskStore(), LeaseStore)
+
+
+class LeasingStore(LoseyStore):
+    """A correct store that keeps leases, on the memory store (its ``compare_and_set`` is
+    the memory store's own)."""
+
+    async def compare_and_set(self, task: TaskRecord, expected_revision: int) -> bool:
+        return await self.inner.compare_and_set(task, expected_revision)
+
+    def unfinished(self) -> list[TaskRecord]:
+        return [task for task in self.inner._tasks.values() if not task.terminal]
+
+    async def owners(self) -> frozenset[str]:
+        await trio.lowlevel.checkpoint_if_cancelled()
+        return frozenset(task.owner for task in self.unfinished())
+
+    async def orphans(self, lost: frozenset[str]) -> list[str]:
+        await trio.lowlevel.checkpoint_if_cancelled()
+        return [task.task_id for task in self.unfinished() if task.owner in lost]
+
+
+class OwnsTheFinished(LeasingStore):
+    """A broken store: a worker whose tasks all ended still counts as an owner."""
+
+    async def owners(self) -> frozenset[str]:
+        await trio.lowlevel.checkpoint_if_cancelled()
+        return frozenset(task.owner for task in self.inner._tasks.values())
+
+
+class OrphansTheFinished(LeasingStore):
+    """A broken store: a lost worker's finished tasks come back as orphans too."""
+
+    async def orphans(self, lost: frozenset[str]) -> list[str]:
+        await trio.lowlevel.checkpoint_if_cancelled()
+        return [task.task_id for task in self.inner._tasks.values() if task.owner in lost]
+
+
+class DeafOwners(LeasingStore):
+    """A broken store: ``owners`` answers even when its caller is cancelled."""
+
+    async def owners(self) -> frozenset[str]:
+        return frozenset(task.owner for task in self.unfinished())
+
+
+async def test_check_lease_store_passes_a_store_that_keeps_the_contract() -> None:
+    await check_task_store(lambda: contextlib.nullcontext(LeasingStore()))
+    await check_lease_store(lambda: contextlib.nullcontext(LeasingStore()))
+
+
+@pytest.mark.parametrize(
+    ("broken", "rule"),
+    [(OwnsTheFinished, "owners"), (OrphansTheFinished, "orphans"), (DeafOwners, "lease_reads")],
+)
+async def test_check_lease_store_catches_a_broken_store(broken: Any, rule: str) -> None:
+    with pytest.raises(AssertionError, match=f"^{rule}: "):
+        await check_lease_store(lambda: contextlib.nullcontext(broken()))

@@ -2,26 +2,25 @@
 
 It wraps ``tools/call`` with the per-tool task policy, routes ``tasks/get``, ``tasks/update``
 and ``tasks/cancel``, advertises ``io.modelcontextprotocol/tasks``, accepts ``taskIds`` in
-``subscriptions/listen`` filters, and starts a service per run: the task runner, the reaper
-and the run's store. It imports only public presa_trio modules.
+``subscriptions/listen`` filters, and starts a service per run: the run's store (chosen by
+the ``store_factory`` hook), the task runner, the forwarder that reaches tasks other workers
+run, and the reapers. It imports only public presa_trio modules.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import functools
 import logging
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, final
 
 import trio
 
 from ... import Context
-from ...backends import Backend, SharedBackend
+from ...backends import Backend, SqlBacked, WorkerLeases
 from ...errors import InternalError, InvalidParams, MissingCapability, ServiceUnavailable
 from ...extensions import (
     CallNext,
@@ -29,16 +28,17 @@ from ...extensions import (
     ExtensionContext,
     Route,
     Tool,
-    error_boundary,
     error_result,
     to_json,
 )
 from . import _wire
+from ._forwarding import Forwarder
+from ._reapers import reap_expired, reap_orphans
 from ._runner import TaskHandle, TaskRunner
 from ._shared_meta import SharedMetas
 from ._sql_store import SqlTaskStore
-from ._states import Failed, Status, TaskRecord
-from ._store import Limits, MemoryTaskStore, TaskStore
+from ._states import Status, TaskRecord
+from ._store import LeaseStore, MemoryTaskStore, TaskLimits, TaskStore
 
 logger = logging.getLogger("presa_trio.tasks")
 
@@ -50,9 +50,6 @@ OPTION = "tasks"  # the Tool.options key holding a tool's policy
 MAX_TASK_ID_BYTES = 256
 MAX_LISTEN_TASK_IDS = 100
 REQUIRED: dict[str, Any] = {"extensions": {_wire.EXTENSION_ID: {}}}
-#: How long after its TTL an expired record stays stored (invisible) before the reaper
-#: deletes it: longer than the runner takes to record a running task's expiry.
-REAP_GRACE_MS = 10_000
 #: The span attribute naming the answer keys a tasks/update ignored (on the request's span).
 IGNORED_KEYS_ATTRIBUTE = "mcp.task.ignored_input_keys"
 MAX_SHOWN_KEYS = 16  # a log record or span attribute names at most this many ignored keys,
@@ -71,11 +68,12 @@ class _Run:
     context: ExtensionContext
     store: TaskStore
     runner: TaskRunner
+    forwarder: Forwarder  # tasks/update and tasks/cancel, sent where the task runs
     metas: SharedMetas  # the creating requests' _meta, one copy of each for all tasks
 
 
 @final
-class TasksExtension(Extension):
+class TasksExtension(Extension[_Run]):
     """Long tool calls become tasks (SEP-2663).
 
     Give a tool a policy with ``@server.tool(options={"tasks": "optional"})``: ``"sync"`` (the
@@ -84,13 +82,19 @@ class TasksExtension(Extension):
     names who a task belongs to (default: the server's ``principal``, which is the bearer
     token's subject under ``presa_trio.auth``); another principal's task is
     indistinguishable from an unknown one. A task of a tool that declares ``scopes`` takes
-    ``tasks/update`` and ``tasks/cancel`` only from a token that still holds them. Without a
-    ``store``, each run keeps its tasks in memory. A task's input is at most
+    ``tasks/update`` and ``tasks/cancel`` only from a token that still holds them.
+
+    Each run keeps its tasks in the store ``store_factory(backend)`` returns, given the
+    run's backend; the default (``default_store``) is the backend's SQL database when it has
+    one (``SqlBacked``), so that every worker sees every task, and this process's memory
+    otherwise. ``store=`` gives one store to every run instead. When the store keeps leases
+    (``LeaseStore``) and the backend keeps worker leases (``WorkerLeases``), the tasks of a
+    worker that was lost are failed (-32603). A task's input is at most
     ``max_input_bytes`` of JSON (an optional tool given more runs synchronously instead; a
     required one is refused), its result at most ``max_result_bytes`` (a larger one fails
     the task), so what the store holds is bounded: ``limits`` bounds it in count and, for
-    the in-memory store, in bytes (``Limits.max_stored_bytes``, whose per-task reserve is
-    set to ``max_result_bytes``).
+    the in-memory store, in bytes (``TaskLimits.max_stored_bytes``, whose per-task reserve
+    is set to ``max_result_bytes``).
     ``require_name_header=False`` admits ``tasks/*`` requests that carry no ``Mcp-Name``
     header, as today's Python SDK and FastMCP clients send them (the spec says a client MUST
     send it; strict is the default, and a header that is present and wrong is refused
@@ -103,9 +107,10 @@ class TasksExtension(Extension):
         self,
         *,
         store: TaskStore | None = None,
+        store_factory: Callable[[Backend], TaskStore] | None = None,
         ttl_ms: int | None = 3_600_000,
         poll_interval_ms: int | None = 250,
-        limits: Limits | None = None,
+        limits: TaskLimits | None = None,
         max_input_bytes: int = 262_144,
         max_result_bytes: int = 262_144,
         principal: Callable[[Context], str] | None = None,
@@ -115,13 +120,17 @@ class TasksExtension(Extension):
     ) -> None:
         if ttl_ms is not None and ttl_ms <= 0:
             raise ValueError("ttl_ms must be positive (or None for unlimited)")
+        if store is not None and store_factory is not None:
+            raise ValueError("give a store or a store_factory, not both")
         self.store = store
+        self.store_factory = store_factory if store_factory is not None else default_store
         self.ttl_ms = ttl_ms
         self.poll_interval_ms = poll_interval_ms
         # What a running task may still add to the store is its result: the byte bound
-        # reserves that much for each (see ``Limits``).
+        # reserves that much for each (see ``TaskLimits``).
         self.limits = dataclasses.replace(
-            limits if limits is not None else Limits(), active_task_reserve_bytes=max_result_bytes
+            limits if limits is not None else TaskLimits(),
+            active_task_reserve_bytes=max_result_bytes,
         )
         self.max_input_bytes = max_input_bytes
         self.max_result_bytes = max_result_bytes
@@ -152,9 +161,11 @@ class TasksExtension(Extension):
         ]  # fmt: skip
 
     async def serve(self, context: ExtensionContext, *, task_status: trio.TaskStatus[Any]) -> None:
-        """One run's tasks service: its store, the task runner and the reapers."""
+        """One run's tasks service: its store, the task runner, the forwarder and the
+        reapers. The lost-worker reaper runs whenever the store keeps leases and the backend
+        keeps worker leases (both protocols, whoever implements them)."""
         backend = context.backend
-        store = self.store if self.store is not None else _store_for(backend)
+        store = self.store if self.store is not None else self.store_factory(backend)
 
         def publish(record: TaskRecord) -> None:
             context.publish(
@@ -167,36 +178,16 @@ class TasksExtension(Extension):
         runner = TaskRunner(
             store, self.now_ms, publish, backend, context.tracing, check=self._check_finished
         )
+        forwarder = Forwarder(runner, backend)
         async with trio.open_nursery() as nursery:
             await nursery.start(runner.serve)
-            if isinstance(store, SqlTaskStore) and isinstance(backend, SharedBackend):
-                nursery.start_soon(self._reap_orphans, store, runner, backend)
-            task_status.started(_Run(context, store, runner, SharedMetas()))
-            while True:
-                await trio.sleep(self.reap_interval)
-                with error_boundary("the task reaper", logger), _store_down_is_logged():
-                    # Past its TTL a task is already unknown to every request (``_find``);
-                    # the reaper deletes it a grace later, so that the runner of a task
-                    # still running records (and announces) its expiry before it is gone.
-                    await store.delete_expired(self.now_ms() - REAP_GRACE_MS)
-
-    async def _reap_orphans(
-        self, store: SqlTaskStore, runner: TaskRunner, backend: SharedBackend
-    ) -> None:
-        """Fail the unfinished tasks of lost workers (a worker that left, or has not renewed
-        its lease), checked every quarter lease by every worker whose own heartbeats have
-        held for a lease (``SharedBackend.judges_leases``): a task of a lost worker is
-        failed within a lease and a quarter, and an outage of the database fails nothing.
-        Compare-and-set makes the first worker to notice the one that commits; a lost worker
-        that comes back finds its tasks terminal, and its late outcomes change nothing."""
-        lost = InternalError("The worker running this task was lost").to_error()
-        while True:
-            await trio.sleep(backend.lease / 4)
-            if not backend.judges_leases:
-                continue
-            with error_boundary("the lost-worker reaper", logger), _store_down_is_logged():
-                for task_id in await store.orphans(int(backend.lease * 1000)):
-                    await runner.commit(task_id, Failed(lost))
+            forwarder.answer_other_workers()
+            if isinstance(store, LeaseStore) and isinstance(backend, WorkerLeases):
+                nursery.start_soon(reap_orphans, store, runner, backend)
+            task_status.started(_Run(context, store, runner, forwarder, SharedMetas()))
+            # Past its TTL a task is already unknown to every request (``_find``); the
+            # reaper deletes it a grace later.
+            await reap_expired(store, self.now_ms, self.reap_interval)
 
     def filter_keys(self) -> frozenset[str]:
         return frozenset({"taskIds"})
@@ -248,7 +239,7 @@ class TasksExtension(Extension):
         meta = run.metas.share(ctx.params.get("_meta"), ctx.meta)
         detached = ctx.detached(run.runner.provider(record.task_id), meta=meta)
         detached.extras["task_id"] = record.task_id
-        work = functools.partial(_call_detached, call_next, detached, tool, dict(arguments))
+        work = _ToolCall(call_next, detached, tool, dict(arguments))
         # Only answers to a round the server issued (a verified requestState) seed the task:
         # the MRTR phase and the task phase keep separate state (SEP-2663 §6).
         answered = ctx.input_responses if ctx.state is not None else {}
@@ -341,7 +332,7 @@ class TasksExtension(Extension):
             _report_ignored(run, record.task_id, responses.keys(), why)
             return {}
         run.context.check_input_responses(record.input_requests, responses)
-        accepted = await run.runner.deliver(record.task_id, responses, record.owner)
+        accepted = await run.forwarder.deliver(record.task_id, responses, record.owner)
         ignored = responses.keys() - accepted
         if ignored:
             _report_ignored(run, record.task_id, ignored, "not outstanding")
@@ -352,7 +343,7 @@ class TasksExtension(Extension):
         record = await self._lookup(run, ctx, params)
         _require_tool_scopes(run, ctx, record)
         if not record.terminal:
-            await run.runner.cancel(record.task_id, record.owner)
+            await run.forwarder.cancel(record.task_id, record.owner)
         return {}
 
 
@@ -377,30 +368,33 @@ def _report_ignored(run: _Run, task_id: str, keys: Iterable[str], why: str) -> N
         tracing.annotate(IGNORED_KEYS_ATTRIBUTE, shown)
 
 
-def _store_down_is_logged() -> contextlib.AbstractContextManager[None]:
-    """A store that is down was reported (once) where it failed: the next round retries."""
-    return contextlib.suppress(ServiceUnavailable)
-
-
-def _store_for(backend: Backend) -> TaskStore:
-    """The store a run keeps its tasks in: the shared database, or this process."""
-    if isinstance(backend, SharedBackend):
+def default_store(backend: Backend) -> TaskStore:
+    """The store a run keeps its tasks in unless ``TasksExtension`` is told otherwise: the
+    backend's SQL database when it has one (``SqlBacked``: every worker sees every task, and
+    the store keeps leases), else this process's memory."""
+    if isinstance(backend, SqlBacked):
         return SqlTaskStore(backend.db)
     return MemoryTaskStore()
 
 
-def _call_detached(
-    call_next: CallNext,
-    ctx: Context,
-    tool: Tool,
-    arguments: Mapping[str, Any],
-    handle: TaskHandle,
-) -> Awaitable[Mapping[str, Any]]:
+@final
+class _ToolCall:
     """A task's work: the tool call on its detached context (T§5.3), which keeps nothing of
-    the creating request's responder, headers or stream alive. The runner awaits the tool
-    call's own coroutine (no frame of ours stays parked with it) and hands the result to
-    ``TasksExtension._check_finished``."""
-    return call_next(ctx, tool, arguments)
+    the creating request's responder, headers or stream alive. The runner hands the result
+    to ``TasksExtension._check_finished``."""
+
+    __slots__ = ("arguments", "call_next", "ctx", "tool")
+
+    def __init__(
+        self, call_next: CallNext, ctx: Context, tool: Tool, arguments: Mapping[str, Any]
+    ) -> None:
+        self.call_next = call_next
+        self.ctx = ctx
+        self.tool = tool
+        self.arguments = arguments
+
+    async def __call__(self, handle: TaskHandle) -> Mapping[str, Any]:
+        return await self.call_next(self.ctx, self.tool, self.arguments)
 
 
 def _check_result(result: Mapping[str, Any], limit: int) -> None:

@@ -1,20 +1,21 @@
-"""The task runner: each task a nursery with its own cancel scope, parked inputs on channels
-(SEP-2663 §5).
+"""The task runner: the life of the tasks this worker runs (SEP-2663 §5), from launch to
+the record of how each ended.
 
-One runner nursery, owned by the run's tasks service, holds every task. A task is its own
-nursery, and the nursery's cancel scope is the task's: ``tasks/cancel`` cancels it, and its
-deadline is the task's TTL. A task is registered before its record is stored, so a
-``tasks/cancel`` that arrives before the task first runs finds it, and the work never
-starts. ``tasks/cancel`` marks the task cancelled before it cancels that scope, so whatever
-the work does after (a late result, say) is recorded as ``cancelled``. A tool that needs
-input parks on a memory channel, one for each round of questions; ``tasks/update`` delivers
-each answer into it with its key. Every task runs behind an error boundary: nothing a tool
-does, and no store failure, reaches the runner nursery or another task.
+One runner nursery, owned by the run's tasks service, holds every task. Each task has a
+cancel scope, made when it is launched and before its record is stored: ``tasks/cancel``
+cancels that scope, so a cancel that arrives before the task first runs stops it at its
+first checkpoint, and whatever the work does after (a late result, say) is recorded as
+``cancelled``. Inside the scope the task is a nursery whose deadline is its TTL. A tool that
+needs input parks on a memory channel, one for each round of questions; ``tasks/update``
+delivers each answer into it with its key. Every task runs behind an error boundary:
+nothing a tool does, and no store failure, reaches the runner nursery or another task.
+
+What it does not do: reach a task another worker runs (``_forwarding``), or look for the
+tasks of a lost worker (``_reapers``, which fails them through ``commit``).
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import math
 from collections.abc import Awaitable, Callable, Mapping
@@ -40,7 +41,7 @@ from ._states import (
     TaskRecord,
     apply,
 )
-from ._store import Limits, TaskStore
+from ._store import TaskLimits, TaskStore
 
 logger = logging.getLogger("presa_trio.tasks")
 
@@ -49,12 +50,11 @@ Publish = Callable[[TaskRecord], None]
 Provider = Callable[[Any, Mapping[str, Mapping[str, Any]]], Awaitable[dict[str, Any]]]
 
 CANCEL_WAIT_SECONDS = 5.0  # how long tasks/cancel waits for the tool's cleanup before acking
-REMOTE_SECONDS = CANCEL_WAIT_SECONDS + 2.0  # bound on asking the worker that runs a task
-CANCEL_TOPIC = "tasks.cancel"  # another worker asks this one to cancel a task it runs
-DELIVER_TOPIC = "tasks.deliver"  # ... or to deliver answers to a task parked here
 COMMIT_SECONDS = 5.0  # bound on every shielded store call (recording an outcome: all attempts)
 COMMIT_RETRY_SECONDS = (0.05, 0.25, 1.0)  # pauses between attempts when the store fails
 RESETTLE_SECONDS = 5.0  # how often outcomes the store refused are offered to it again
+SHARED_KEYS_MAX = 8  # the largest set of asked keys the tasks of a run share ...
+SHARED_KEY_SETS = 256  # ... and how many such sets (past it the oldest is forgotten)
 _NO_ANSWERS: Mapping[str, Any] = MappingProxyType({})  # what most tasks start with
 _STOPPED = Stopped()  # what stands for a task whose runner is cancelled
 #: What a record the store may have kept from a creation that timed out is failed with.
@@ -65,26 +65,23 @@ _NOT_STARTED = Failed(InternalError("The server could not start this task").to_e
 class _Live:
     """The trio side of one task; never stored. It exists before the task's record does.
 
-    ``nursery`` is the task's nursery once the task runs (None until then); the deadline of
-    its cancel scope is the task's TTL, so ``cancelled`` tells a client's ``tasks/cancel``
-    from an expiry. ``done`` is made by the first ``tasks/cancel`` that waits for the task's
-    end: most tasks never need one. ``written`` is the record as this runner last stored
-    it, where ``commit`` starts from: the one copy of it a running task keeps.
+    ``scope`` is the task's cancel scope, made at launch: ``tasks/cancel`` cancels it (at
+    once if the task runs, at its first checkpoint if it has not run yet), and nothing else
+    does, so a cancelled scope is a client's cancel. ``nursery`` is the task's nursery once
+    the task runs (None until then), inside the scope; its deadline is the TTL, so an expiry
+    cancels the nursery, never the scope. ``done`` is made by the first ``tasks/cancel`` that
+    waits for the task's end: most tasks never need one. ``written`` is the record as this
+    runner last stored it, where ``commit`` starts from: the one copy of it a running task
+    keeps.
     """
 
     answered: Mapping[str, Any]  # answers the creating request already carried (T§6.2)
     deadline: float  # the TTL, on trio's clock
     written: TaskRecord
+    scope: trio.CancelScope
     nursery: trio.Nursery | None = None
     parked: dict[str, trio.MemorySendChannel[tuple[str, Any]]] = field(default_factory=dict)
-    cancelled: bool = False
     done: trio.Event | None = None
-
-    def cancel(self) -> None:
-        """Cancel the task: at once if it runs, at its start if it has not run yet."""
-        self.cancelled = True
-        if self.nursery is not None:
-            self.nursery.cancel_scope.cancel()
 
     @property
     def expired(self) -> bool:
@@ -101,19 +98,22 @@ class TaskHandle:
     cancelled with it, and an error in one fails it.
     """
 
-    __slots__ = ("nursery", "provide", "task_id")
+    __slots__ = ("_runner", "nursery", "task_id")
 
     def __init__(self, runner: TaskRunner, task_id: str, nursery: trio.Nursery) -> None:
+        self._runner = runner
         self.task_id = task_id
         self.nursery = nursery
-        # ``Context.input`` inside this task: ``await handle.provide(ctx, requests)``
-        self.provide = runner.provider(task_id)
+
+    async def provide(self, ctx: Any, requests: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+        """``Context.input`` inside this task: park until every request has an answer."""
+        return await self._runner.provider(self.task_id)(ctx, requests)
 
 
 @final
-class _TaskProvider:
-    """``TaskRunner.provide`` bound to one task: a parked task's detached context holds this
-    small object, and its call hands on ``provide``'s coroutine (no frame of its own)."""
+class _TaskInput:
+    """``Context.input`` inside one task. A parked task's detached context holds this small
+    object, and its call is the parked wait's one frame."""
 
     __slots__ = ("_runner", "_task_id")
 
@@ -121,10 +121,47 @@ class _TaskProvider:
         self._runner = runner
         self._task_id = task_id
 
-    def __call__(
-        self, ctx: Any, requests: Mapping[str, Mapping[str, Any]]
-    ) -> Awaitable[dict[str, Any]]:
-        return self._runner.provide(self._task_id, ctx, requests)
+    async def __call__(self, ctx: Any, requests: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+        """Park until every request has an answer.
+
+        The task shows the pending requests as ``inputRequests`` until ``tasks/update``
+        delivers into their channels. A wait that ends without all its answers while the
+        task goes on (the tool's own ``move_on_after`` around ``ctx.input``, say) withdraws
+        the keys still unanswered: the record stops showing them, and an answer to them is
+        ignored (SEP-2663 "superseded").
+        """
+        runner, task_id = self._runner, self._task_id
+        live = runner._live[task_id]  # only the task's own work asks, while it runs
+        found: dict[str, Any] = {}
+        missing: dict[str, Mapping[str, Any]] = {}
+        for key, request in requests.items():
+            if key in live.answered:
+                found[key] = live.answered[key]
+            else:
+                missing[key] = request
+        if not missing:
+            await trio.lowlevel.checkpoint()
+            return found
+        # One channel for the round, whatever its number of keys: each answer comes with its
+        # key, and room for all of them (a channel is about 2 KB of a parked task).
+        send, receive = trio.open_memory_channel[tuple[str, Any]](len(missing))
+        for key in missing:
+            live.parked[key] = send
+        asked = False
+        with receive:
+            try:
+                keys = runner.shared_keys(frozenset(missing))
+                await runner.commit(task_id, InputRequested(missing, keys))
+                asked = True
+                for _ in missing:
+                    key, answer = await receive.receive()
+                    found[key] = answer
+            finally:
+                # What is still parked was not answered (an answer claims its key first)
+                unanswered = [key for key in missing if live.parked.pop(key, None) is not None]
+                if asked and unanswered and live.nursery is not None:
+                    live.nursery.start_soon(runner._withdraw, task_id, frozenset(unanswered))
+        return found
 
 
 @final
@@ -146,7 +183,8 @@ class TaskRunner:
         self.tracing = tracing  # None: no task spans
         self.now_ms = now_ms
         self.publish = publish
-        # With a shared backend, tasks run by other workers are reached through it.
+        # Whose tasks this runner's are; on a shared backend, a task running here holds
+        # its ``attention`` (so asks from other workers reach it promptly).
         self.backend = backend
         self.worker_id = backend.worker_id if backend is not None else ""
         self._shared = backend is not None and backend.shared
@@ -155,6 +193,8 @@ class TaskRunner:
         # Outcomes of finished tasks that the store refused to record: offered again until
         # it takes them (or the record is gone), so no task stays "working" for good.
         self._unsettled: dict[str, TaskEvent] = {}
+        # One copy of each small set of keys its tasks ask (``shared_keys``).
+        self._asked: dict[frozenset[str], frozenset[str]] = {}
 
     @property
     def nursery(self) -> trio.Nursery:
@@ -170,11 +210,12 @@ class TaskRunner:
         """How many questions wait for an answer, over all tasks (0 when nothing waits)."""
         return sum(len(live.parked) for live in self._live.values())
 
+    def runs(self, task_id: str) -> bool:
+        """Whether the task runs here (launched by this runner, not ended yet)."""
+        return task_id in self._live
+
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Own the runner nursery until cancelled; every task is a child of it."""
-        if self.backend is not None:
-            self.backend.on_call(CANCEL_TOPIC, self._cancel_for_other_worker)
-            self.backend.on_call(DELIVER_TOPIC, self._deliver_for_other_worker)
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             try:
@@ -214,27 +255,30 @@ class TaskRunner:
         self,
         record: TaskRecord,
         work: Work,
-        limits: Limits,
+        limits: TaskLimits,
         answered: Mapping[str, Any] | None = None,
     ) -> None:
         """Store ``record`` and start ``work`` for it, or raise and store nothing.
 
-        The task is registered (and can be cancelled) before the record is stored; once the
-        store has it, the task is spawned into the runner nursery with no checkpoint in between.
-        Storing and spawning happen under a shield, together: a creating request cancelled
-        half-way (its client went away) can neither leave a record with no work behind it
-        nor work with no record. A refusal (capacity, a store error) raises here, and so does
-        a store that does not answer within ``COMMIT_SECONDS`` (the retryable
-        ``ServiceUnavailable``): a hung store holds no request for longer.
+        The task is registered, with its cancel scope, before the record is stored: a
+        ``tasks/cancel`` that finds the record finds the scope. Once the store has it, the
+        task is spawned into the runner nursery with no checkpoint in between. Storing and
+        spawning happen under a shield, together: a creating request cancelled half-way (its
+        client went away) can neither leave a record with no work behind it nor work with
+        no record. A refusal (capacity, a store error) raises here, and so does a store that
+        does not answer within ``COMMIT_SECONDS`` (the retryable ``ServiceUnavailable``): a
+        hung store holds no request for longer.
 
-        The task is spawned, not started with ``nursery.start``: the record is the proof
-        that it exists, and a ``tasks/cancel`` before it first runs stops it at its first
+        The task is spawned, not started with ``nursery.start``: its scope, made here, is
+        what a ``tasks/cancel`` before it first runs cancels, and the work stops at its first
         checkpoint. ``start`` would add a nursery and a scheduler round trip to every task.
         """
         if record.owner != self.worker_id:
             record = replace(record, owner=self.worker_id)
         nursery = self.nursery
-        live = _Live(dict(answered) if answered else _NO_ANSWERS, self._deadline(record), record)
+        scope = trio.CancelScope()  # the task's, before its record: tasks/cancel finds it
+        answers = dict(answered) if answered else _NO_ANSWERS
+        live = _Live(answers, self._deadline(record), record, scope)
         self._live[record.task_id] = live
         task = (record.task_id, work, live)
         with trio.CancelScope(shield=True):
@@ -285,7 +329,7 @@ class TaskRunner:
             else:
                 with span.current():
                     outcome = await self._attempt(task_id, work, live)
-            if live.cancelled:  # a client's cancel is honoured, whatever came after
+            if live.scope.cancel_called:  # a client's cancel is honoured, whatever came after
                 outcome = CancelRequested()
             elif live.expired:
                 outcome = Expired()
@@ -361,81 +405,52 @@ class TaskRunner:
         return trio.current_time() + left_ms / 1000
 
     async def _attempt(self, task_id: str, work: Work, live: _Live) -> TaskEvent:
-        """Run the work in the task's own nursery; its outcome, whatever it raised.
+        """Run the work in the task's scope and nursery; its outcome, whatever it raised.
 
-        The nursery's cancel scope is the task's: ``tasks/cancel`` and the TTL (its
-        deadline) end the work there, and the scope catches its own cancellation (the
-        caller reads ``live`` for why). A protocol error fails the task with that error
-        inlined; any other error (also from a child, or in a group with the task's
-        cancellation) is logged and fails it without detail (T§5.1). Any other cancellation
-        (the runner's) propagates.
+        ``tasks/cancel`` (the task's scope) and the TTL (its nursery's deadline) end the
+        work there, and each scope catches its own cancellation (the caller reads ``live``
+        for which). A protocol error fails the task with that error inlined; any other error
+        (also from a child, or in a group with the task's cancellation) is logged and fails
+        it without detail (T§5.1). Any other cancellation (the runner's) propagates.
         """
         result: Mapping[str, Any] | None = None
         try:
-            async with trio.open_nursery() as nursery:
-                live.nursery, scope = nursery, nursery.cancel_scope
-                scope.deadline = live.deadline
-                if live.cancelled or trio.current_time() >= live.deadline:
-                    scope.cancel()  # cancelled, or expired, before it first ran: no work
-                await trio.lowlevel.checkpoint_if_cancelled()
-                result = await work(TaskHandle(self, task_id, nursery))
-                if self.check is not None:
-                    self.check(result)
+            with live.scope:
+                async with trio.open_nursery() as nursery:
+                    live.nursery = nursery
+                    nursery.cancel_scope.deadline = live.deadline
+                    if trio.current_time() >= live.deadline:
+                        nursery.cancel_scope.cancel()  # expired before it first ran: no work
+                    await trio.lowlevel.checkpoint_if_cancelled()  # (or cancelled: no work)
+                    result = await work(TaskHandle(self, task_id, nursery))
+                    if self.check is not None:
+                        self.check(result)
         except BaseException as exc:
             error = protocol_error(exc, f"task {task_id}", log=logger)
             await trio.lowlevel.checkpoint()
             return Failed(error.to_error())
-        if result is None:  # its scope caught a cancellation: tasks/cancel or the TTL (the
+        if result is None:  # a scope caught a cancellation: tasks/cancel or the TTL (the
             # caller tells which), or the work cancelled its own nursery
             return Failed(InternalError("Task work was cancelled before it finished").to_error())
         return Completed(dict(result))
 
+    def shared_keys(self, keys: frozenset[str]) -> frozenset[str]:
+        """``keys``, or an equal set another task of this run asked: a tool's tasks ask the
+        same keys, and a task keeps the set for its whole life. A larger set than
+        ``SHARED_KEYS_MAX`` stays its own, and at most ``SHARED_KEY_SETS`` are kept."""
+        if len(keys) > SHARED_KEYS_MAX:
+            return keys
+        kept = self._asked.get(keys)
+        if kept is None:
+            if len(self._asked) >= SHARED_KEY_SETS:
+                del self._asked[next(iter(self._asked))]
+            kept = self._asked[keys] = keys
+        return kept
+
     def provider(self, task_id: str) -> Provider:
-        """What answers ``Context.input`` inside task ``task_id`` (see ``provide``); a
+        """What answers ``Context.input`` inside task ``task_id`` (a ``_TaskInput``); a
         detached context built with it keeps nothing of the creating request alive."""
-        return _TaskProvider(self, task_id)
-
-    async def provide(
-        self, task_id: str, ctx: Any, requests: Mapping[str, Mapping[str, Any]]
-    ) -> dict[str, Any]:
-        """``Context.input`` inside a task: park until every request has an answer.
-
-        The task shows the pending requests as ``inputRequests`` until ``tasks/update``
-        delivers into their channels. A wait that ends without all its answers while the
-        task goes on (the tool's own ``move_on_after`` around ``ctx.input``, say) withdraws
-        the keys still unanswered: the record stops showing them, and an answer to them is
-        ignored (SEP-2663 "superseded").
-        """
-        live = self._live[task_id]  # only the task's own work asks, while it runs
-        found: dict[str, Any] = {}
-        missing: dict[str, Mapping[str, Any]] = {}
-        for key, request in requests.items():
-            if key in live.answered:
-                found[key] = live.answered[key]
-            else:
-                missing[key] = request
-        if not missing:
-            await trio.lowlevel.checkpoint()
-            return found
-        # One channel for the round, whatever its number of keys: each answer comes with its
-        # key, and room for all of them (a channel is about 2 KB of a parked task).
-        send, receive = trio.open_memory_channel[tuple[str, Any]](len(missing))
-        for key in missing:
-            live.parked[key] = send
-        asked = False
-        with receive:
-            try:
-                await self.commit(task_id, InputRequested(missing))
-                asked = True
-                for _ in missing:
-                    key, answer = await receive.receive()
-                    found[key] = answer
-            finally:
-                # What is still parked was not answered (an answer claims its key first)
-                unanswered = [key for key in missing if live.parked.pop(key, None) is not None]
-                if asked and unanswered and live.nursery is not None:
-                    live.nursery.start_soon(self._withdraw, task_id, frozenset(unanswered))
-        return found
+        return _TaskInput(self, task_id)
 
     async def _withdraw(self, task_id: str, keys: frozenset[str]) -> None:
         """Record that the task no longer waits for ``keys`` (``InputsWithdrawn``).
@@ -491,25 +506,18 @@ class TaskRunner:
                 self.publish(updated)
         return True
 
-    async def deliver(
-        self, task_id: str, responses: Mapping[str, Any], owner: str = ""
-    ) -> frozenset[str]:
-        """``tasks/update``: accept the answers to pending keys and wake their waiters;
-        returns the keys accepted (the others matched nothing the task waits for).
+    async def deliver(self, task_id: str, responses: Mapping[str, Any]) -> frozenset[str]:
+        """``tasks/update`` of a task running here: accept the answers to pending keys and
+        wake their waiters; returns the keys accepted (the others matched nothing the task
+        waits for, and a task that does not run here accepts none).
 
         Accepting (the commit) and waking (the channel sends) happen together, shielded:
         a request cancelled half-way cannot mark inputs accepted that no waiter received.
         A store that does not answer within ``COMMIT_SECONDS`` is the retryable
         ``ServiceUnavailable``, and nothing is accepted (a store keeping the contract
-        completes a write it made, and then the answers are delivered). A task parked in
-        another worker (``owner``) gets them there: that worker delivers into its channels
-        and says which keys it accepted.
+        completes a write it made, and then the answers are delivered).
         """
         live = self._live.get(task_id)
-        if live is None and self._elsewhere(owner):
-            body = {"taskId": task_id, "responses": dict(responses)}
-            reply = await self._ask(owner, DELIVER_TOPIC, body)
-            return frozenset(reply["accepted"])
         if live is None:
             await trio.lowlevel.checkpoint()
             return frozenset()
@@ -539,55 +547,27 @@ class TaskRunner:
             return frozenset(delivered)
         raise ServiceUnavailable("The task store did not answer in time; retry")
 
-    def _elsewhere(self, owner: str) -> bool:
-        return self.backend is not None and self.backend.shared and owner != self.worker_id
+    async def cancel(self, task_id: str) -> None:
+        """``tasks/cancel``: cancel the task's scope if it runs here, wait (bounded) for its
+        cleanup, then make sure ``cancelled`` is recorded.
 
-    async def _ask(self, owner: str, topic: str, body: Mapping[str, Any]) -> Mapping[str, Any]:
-        """Ask the worker running a task, bounded; a worker that does not answer in time
-        (lost, or its store failing) is a retryable -32603 (HTTP 503)."""
-        assert self.backend is not None
-        reply = None
-        with trio.move_on_after(REMOTE_SECONDS):
-            reply = await self.backend.call(owner, topic, body)
-        if reply is None:
-            raise ServiceUnavailable("The worker running this task did not answer; retry")
-        return reply
-
-    async def _deliver_for_other_worker(self, body: Mapping[str, Any]) -> Mapping[str, Any]:
-        accepted = await self.deliver(body["taskId"], body["responses"], self.worker_id)
-        return {"accepted": sorted(accepted)}
-
-    async def _cancel_for_other_worker(self, body: Mapping[str, Any]) -> Mapping[str, Any]:
-        await self.cancel(body["taskId"], self.worker_id)
-        return {"cancelled": True}
-
-    async def cancel(self, task_id: str, owner: str = "") -> None:
-        """``tasks/cancel``: cancel the task's scope, wait (bounded) for its cleanup, then
-        make sure ``cancelled`` is recorded.
-
-        The runner records ``cancelled`` itself once the task's nursery has exited, also when
+        The runner records ``cancelled`` itself once the task's scope has exited, also when
         the tool swallowed its cancellation and returned a result anyway (the result is
         dropped). A task that ignores its cancellation past the bound gets ``cancelled``
         committed here; terminal states are sticky, so its late result can never resurrect
-        it. A task running in another worker (``owner``) is cancelled there, in the same
-        order, and acknowledged here after. As with any trio cancellation, code that runs
-        before the task's next checkpoint still runs: a tool must not put irreversible
-        effects after its last ``await``. A store that does not record the cancellation
-        within ``COMMIT_SECONDS`` is the retryable ``ServiceUnavailable`` (a task running
-        here still records its end by itself once the store answers).
+        it. As with any trio cancellation, code that runs before the task's next checkpoint
+        still runs: a tool must not put irreversible effects after its last ``await``. A
+        store that does not record the cancellation within ``COMMIT_SECONDS`` is the
+        retryable ``ServiceUnavailable`` (a task running here still records its end by
+        itself once the store answers).
         """
         live = self._live.get(task_id)
         if live is not None:
-            live.cancel()
+            live.scope.cancel()
             if live.done is None:
                 live.done = trio.Event()
             with trio.move_on_after(CANCEL_WAIT_SECONDS):
                 await live.done.wait()
-        elif self._elsewhere(owner):
-            # The owner cancels the scope and waits for the cleanup as above; a lost owner
-            # never answers, and the task is recorded cancelled here after the bound.
-            with contextlib.suppress(ServiceUnavailable):
-                await self._ask(owner, CANCEL_TOPIC, {"taskId": task_id})
         # A no-op when the task recorded its end; a task that ended while the store refused
         # its outcome gets that outcome now, not "cancelled" (it had finished).
         outcome = self._unsettled.get(task_id, CancelRequested())

@@ -2,14 +2,15 @@
 
 One row per task: the record as JSON, beside the columns the store queries (principal, owner,
 revision, whether it is terminal, when it expires), and one row that holds how many tasks are
-stored. Creation counts and inserts in one serialised write, so ``Limits`` hold across all
+stored. Creation counts and inserts in one serialised write, so ``TaskLimits`` hold across all
 workers; compare-and-set is one ``UPDATE ... WHERE revision = ?``, a statement of its own
 outside the serialised writes (it inserts nothing, and a task it ends can only have been
 counted as still running by a creation that read before: a stricter count, never a looser
 one), and the revision is also the fencing token: once another worker has failed a task of
 a worker it believed lost, that worker's next write carries a stale revision and changes
-nothing. It keeps the ``TaskStore`` contract (checked by ``testing.check_task_store``), and
-adds ``orphans``: the tasks whose worker was lost.
+nothing. It keeps the ``TaskStore`` and ``LeaseStore`` contracts (checked by
+``testing.check_task_store`` and ``check_lease_store``): which workers own unfinished tasks,
+and which tasks lost workers leave. Which workers are lost is the backend's to say.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from ...backends import Connection, SqlDatabase
 from ...errors import CapacityExceeded
 from ...extensions import to_json
 from ._states import Status, TaskRecord
-from ._store import Limits
+from ._store import TaskLimits
 
 T = TypeVar("T")
 
@@ -48,20 +49,19 @@ _SCHEMA = (
 #: straight into the table runs after).
 RECOUNT = "UPDATE presa_task_total SET total = (SELECT COUNT(*) FROM presa_tasks)"
 
-# The unfinished tasks of workers without a lease, read every quarter lease by every worker.
-# The owners of unfinished tasks are found one index seek each (the next owner after the
-# last), then only the tasks of the lost ones are read: reading every unfinished task to
-# check its owner took 12.5-13 ms at 100,000 on SQLite and PostgreSQL (0.02 and 0.4 now).
-_ORPHANS = (
+# The owners of unfinished tasks, read every quarter lease by every worker: one index seek
+# each (the next owner after the last), however many tasks each owns. Only the tasks of the
+# owners found lost are read after (``_ORPHANS``).
+_OWNERS = (
     "WITH RECURSIVE owners (owner) AS ("
     " SELECT (SELECT MIN(owner) FROM presa_tasks WHERE terminal = 0)"
     " UNION ALL SELECT (SELECT MIN(t.owner) FROM presa_tasks t"
     "  WHERE t.terminal = 0 AND t.owner > owners.owner)"
     " FROM owners WHERE owners.owner IS NOT NULL) "
-    "SELECT task_id FROM presa_tasks WHERE terminal = 0 AND owner IN ("
-    " SELECT owner FROM owners WHERE owner IS NOT NULL AND owner NOT IN"
-    "  (SELECT worker_id FROM presa_workers WHERE heartbeat_ms >= {clock} - ?))"
+    "SELECT owner FROM owners WHERE owner IS NOT NULL"
 )
+_ORPHANS = "SELECT task_id FROM presa_tasks WHERE terminal = 0 AND owner IN ({owners})"
+_OWNERS_PER_STATEMENT = 500  # well within every SQLite's limit on parameters
 
 # What ``create`` reads inside its write, in one statement (one round trip): whether the
 # id is taken, and the counts for the limits. The principal's tasks are read from the
@@ -139,7 +139,7 @@ class SqlTaskStore:
         await self.db.write(create)
         self._ready = True
 
-    async def create(self, task: TaskRecord, limits: Limits) -> None:
+    async def create(self, task: TaskRecord, limits: TaskLimits) -> None:
         def insert(conn: Connection) -> None:
             *counts, taken = conn.execute(
                 _TAKEN_AND_COUNTS, (task.task_id, task.principal)
@@ -213,13 +213,24 @@ class SqlTaskStore:
 
         return await self._statement(count)
 
-    async def orphans(self, lease_ms: int) -> list[str]:
-        """Unfinished tasks whose worker is gone: it left, or has not renewed its lease
-        for ``lease_ms`` by the database's clock."""
-        query = _ORPHANS.format(clock=self.db.clock)
+    async def owners(self) -> frozenset[str]:
+        def select(conn: Connection) -> frozenset[str]:
+            return frozenset(str(row[0]) for row in conn.execute(_OWNERS).fetchall())
+
+        return await self._statement(select)
+
+    async def orphans(self, lost: frozenset[str]) -> list[str]:
+        if not lost:
+            await trio.lowlevel.checkpoint_if_cancelled()
+            return []
+        owners = sorted(lost)
 
         def select(conn: Connection) -> list[str]:
-            rows = conn.execute(query, (lease_ms,)).fetchall()
-            return [str(row[0]) for row in rows]
+            found: list[str] = []
+            for start in range(0, len(owners), _OWNERS_PER_STATEMENT):
+                some = owners[start : start + _OWNERS_PER_STATEMENT]
+                query = _ORPHANS.format(owners=", ".join("?" * len(some)))
+                found += (str(row[0]) for row in conn.execute(query, some).fetchall())
+            return found
 
         return await self._statement(select)

@@ -10,10 +10,8 @@ even where two of them land in the same wire status.
 from __future__ import annotations
 
 import enum
-import functools
-import operator
-from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, final
 
 from ...errors import InternalError
@@ -29,22 +27,9 @@ class Status(enum.StrEnum):
 
 TERMINAL = frozenset({Status.COMPLETED, Status.FAILED, Status.CANCELLED})
 
-# Which statuses each status may move to (SEP-2663 §Task Status).
-TRANSITIONS: Mapping[Status, frozenset[Status]] = {
-    Status.WORKING: frozenset(
-        {Status.INPUT_REQUIRED, Status.COMPLETED, Status.FAILED, Status.CANCELLED}
-    ),
-    Status.INPUT_REQUIRED: frozenset(
-        {Status.WORKING, Status.COMPLETED, Status.FAILED, Status.CANCELLED}
-    ),
-    Status.COMPLETED: frozenset(),
-    Status.FAILED: frozenset(),
-    Status.CANCELLED: frozenset(),
-}
-
 
 class InvalidTransition(InternalError):
-    """A state change the table does not allow: a bug in the caller, answered -32603."""
+    """An event the table has no move for: a bug in the caller, answered -32603."""
 
 
 class KeyReused(InvalidTransition):
@@ -92,7 +77,12 @@ class TaskRecord:
 @final
 @dataclass(frozen=True, slots=True)
 class InputRequested:
+    """A round of questions. ``keys``, when given, is the set of the requests' keys: a
+    runner passes one set that its tasks asking the same keys share (a task holds it for
+    its whole life). None: a set of its own."""
+
     requests: Mapping[str, Mapping[str, Any]]
+    keys: frozenset[str] | None = None
 
 
 @final
@@ -160,92 +150,163 @@ TaskEvent = (
 
 
 def apply(task: TaskRecord, event: TaskEvent, now_ms: int) -> TaskRecord:
-    """The task after ``event``; the same object when the event changes nothing.
+    """The task after ``event`` (``TRANSITIONS``); the same object when it changes nothing.
 
     A terminal task ignores every event. Asking again for a key already used raises
     ``KeyReused``; accepting (or withdrawing) keys that are not pending is a no-op for those
     keys.
     """
-    if task.terminal:
+    moves = TRANSITIONS[task.status]
+    if not moves:  # terminal: sticky
         return task
-    if isinstance(event, InputRequested):
-        reused = task.used_keys & event.requests.keys()
-        if reused:
-            raise KeyReused(f"input key(s) already used in this task: {sorted(reused)}")
-        if not event.requests:
-            return task
-        # the event's own requests when nothing else is pending (an event is never changed)
-        pending = (
-            {**task.input_requests, **event.requests} if task.input_requests else event.requests
-        )
-        return _move(
-            task,
-            Status.INPUT_REQUIRED,
-            now_ms,
-            input_requests=pending,
-            used_keys=_shared(task.used_keys | frozenset(event.requests)),
-        )
-    if isinstance(event, InputsAccepted | InputsWithdrawn):  # answered, or no longer awaited
-        matched = event.keys & task.input_requests.keys()
-        if not matched:
-            return task
-        pending = {k: v for k, v in task.input_requests.items() if k not in matched}
-        status = Status.INPUT_REQUIRED if pending else Status.WORKING
-        return _move(task, status, now_ms, input_requests=pending)
-    if isinstance(event, Completed):
-        return _move(
-            task,
-            Status.COMPLETED,
-            now_ms,
-            result=event.result,
-            input_requests={},
-            status_message=None,
-        )
-    if isinstance(event, Failed):
-        return _fail(task, event.error, now_ms)
-    if isinstance(event, Expired | Stopped):
-        return _fail(task, InternalError(event.message).to_error(), now_ms)
-    return _move(task, Status.CANCELLED, now_ms, input_requests={}, status_message=event.message)
+    move = moves.get(type(event))
+    if move is None:
+        raise InvalidTransition(f"no move from {task.status} on {type(event).__name__}")
+    return move(task, event, now_ms)
 
 
-_SHARED_KEYS_MAX = 8  # the largest set of used keys tasks share
+# ---------------------------------------------------------------------- moves
+# Each takes the task, the event and the time, and returns the next record (or the same
+# one when nothing changes). Only ``TRANSITIONS`` calls them, with the event type its row
+# names.
 
 
-def _shared(keys: frozenset[str]) -> frozenset[str]:
-    """One copy of each small set of used keys: a tool's tasks ask the same keys, and even a
-    set of one key takes 216 bytes, held for as long as the task is. A larger set (a task
-    that has asked many times) is its own: kept in the cache, every step of its growth would
-    outlive the task."""
-    return _shared_small(keys) if len(keys) <= _SHARED_KEYS_MAX else keys
-
-
-@functools.lru_cache(maxsize=256)
-def _shared_small(keys: frozenset[str]) -> frozenset[str]:
-    return keys  # the first equal set made, from then on
-
-
-def _fail(task: TaskRecord, error: Mapping[str, Any], now_ms: int) -> TaskRecord:
-    message = str(error.get("message", "Task failed"))
-    return _move(
-        task, Status.FAILED, now_ms, error=error, input_requests={}, status_message=message
+def _ask(task: TaskRecord, asked: InputRequested, now_ms: int) -> TaskRecord:
+    """The keys asked join what is pending, and are used for good."""
+    reused = task.used_keys & asked.requests.keys()
+    if reused:
+        raise KeyReused(f"input key(s) already used in this task: {sorted(reused)}")
+    if not asked.requests:
+        return task
+    # the event's own requests and keys when nothing else is (an event is never changed)
+    pending = {**task.input_requests, **asked.requests} if task.input_requests else asked.requests
+    keys = asked.keys if asked.keys is not None else frozenset(asked.requests)
+    return _next(
+        task,
+        now_ms,
+        Status.INPUT_REQUIRED,
+        status_message=task.status_message,
+        input_requests=pending,
+        used_keys=task.used_keys | keys if task.used_keys else keys,
     )
 
 
-def _move(task: TaskRecord, status: Status, now_ms: int, **changes: Any) -> TaskRecord:
-    if status is not task.status and status not in TRANSITIONS[task.status]:
-        raise InvalidTransition(f"no transition {task.status} -> {status}")
-    # Every field read in one call (in order), the changes written over them by position,
-    # and the generated __init__: 221 opcodes where dataclasses.replace, walking the fields
-    # by name, spends 548 on every state change (two per task at least).
-    values = list(_ALL_FIELDS(task))
-    for name, value in changes.items():
-        values[_POSITION[name]] = value
-    values[_STATUS] = status
-    values[_UPDATED] = max(now_ms, task.updated_ms)
-    values[_REVISION] = task.revision + 1
-    return TaskRecord(*values)
+def _settle_keys(
+    task: TaskRecord, settled: InputsAccepted | InputsWithdrawn, now_ms: int
+) -> TaskRecord:
+    """Answered or withdrawn, the keys stop being pending (they stay used); with none left
+    the task works again."""
+    matched = settled.keys & task.input_requests.keys()
+    if not matched:
+        return task
+    pending = {k: v for k, v in task.input_requests.items() if k not in matched}
+    return _next(
+        task,
+        now_ms,
+        Status.INPUT_REQUIRED if pending else Status.WORKING,
+        status_message=task.status_message,
+        input_requests=pending,
+    )
 
 
-_POSITION = {f.name: i for i, f in enumerate(fields(TaskRecord))}
-_ALL_FIELDS = operator.attrgetter(*_POSITION)
-_STATUS, _UPDATED, _REVISION = _POSITION["status"], _POSITION["updated_ms"], _POSITION["revision"]
+def _complete(task: TaskRecord, completed: Completed, now_ms: int) -> TaskRecord:
+    return _next(
+        task,
+        now_ms,
+        Status.COMPLETED,
+        status_message=None,
+        input_requests={},
+        result=completed.result,
+    )
+
+
+def _fail(task: TaskRecord, failed: Failed, now_ms: int) -> TaskRecord:
+    """The event's error is the task's, its message the status message."""
+    return _failed_with(task, failed.error, now_ms)
+
+
+def _fail_for_reason(task: TaskRecord, reason: Expired | Stopped, now_ms: int) -> TaskRecord:
+    """Failed with -32603 and the event's message."""
+    return _failed_with(task, InternalError(reason.message).to_error(), now_ms)
+
+
+def _cancel(task: TaskRecord, cancel: CancelRequested, now_ms: int) -> TaskRecord:
+    return _next(task, now_ms, Status.CANCELLED, status_message=cancel.message, input_requests={})
+
+
+def _failed_with(task: TaskRecord, error: Mapping[str, Any], now_ms: int) -> TaskRecord:
+    message = str(error.get("message", "Task failed"))
+    return _next(
+        task, now_ms, Status.FAILED, status_message=message, input_requests={}, error=error
+    )
+
+
+def _next(
+    task: TaskRecord,
+    now_ms: int,
+    status: Status,
+    *,
+    status_message: str | None,
+    input_requests: Mapping[str, Mapping[str, Any]],
+    used_keys: frozenset[str] | None = None,
+    result: Mapping[str, Any] | None = None,
+    error: Mapping[str, Any] | None = None,
+) -> TaskRecord:
+    """The record after a move: one revision on, never updated before it was. Every field
+    is named; what a move does not change (``used_keys``, ``result``, ``error`` unless
+    given) is the task's."""
+    return TaskRecord(
+        task_id=task.task_id,
+        principal=task.principal,
+        tool=task.tool,
+        status=status,
+        created_ms=task.created_ms,
+        updated_ms=max(now_ms, task.updated_ms),
+        ttl_ms=task.ttl_ms,
+        poll_interval_ms=task.poll_interval_ms,
+        status_message=status_message,
+        input_requests=input_requests,
+        used_keys=task.used_keys if used_keys is None else used_keys,
+        result=task.result if result is None else result,
+        error=task.error if error is None else error,
+        revision=task.revision + 1,
+        owner=task.owner,
+    )
+
+
+Move = Callable[[TaskRecord, Any, int], TaskRecord]
+
+#: How a task in each status moves on each event (SEP-2663 §Task Status). A status whose
+#: row is empty is terminal, and sticky: every event leaves it as it is, so a late result
+#: never resurrects a cancelled task. Where each move leads:
+#:
+#: - ``InputRequested``: input_required (an empty request changes nothing);
+#: - ``InputsAccepted``, ``InputsWithdrawn``: working once nothing is pending, else
+#:   input_required (keys that are not pending change nothing);
+#: - ``Completed``: completed; ``CancelRequested``: cancelled;
+#: - ``Failed``, ``Expired``, ``Stopped``: failed.
+TRANSITIONS: Mapping[Status, Mapping[type[TaskEvent], Move]] = {
+    Status.WORKING: {
+        InputRequested: _ask,
+        InputsAccepted: _settle_keys,
+        InputsWithdrawn: _settle_keys,
+        Completed: _complete,
+        Failed: _fail,
+        Expired: _fail_for_reason,
+        Stopped: _fail_for_reason,
+        CancelRequested: _cancel,
+    },
+    Status.INPUT_REQUIRED: {
+        InputRequested: _ask,
+        InputsAccepted: _settle_keys,
+        InputsWithdrawn: _settle_keys,
+        Completed: _complete,
+        Failed: _fail,
+        Expired: _fail_for_reason,
+        Stopped: _fail_for_reason,
+        CancelRequested: _cancel,
+    },
+    Status.COMPLETED: {},
+    Status.FAILED: {},
+    Status.CANCELLED: {},
+}

@@ -1,15 +1,17 @@
 """Task stores: the contract any store keeps, and the default in-memory store (SEP-2663 §5).
 
 A store keeps ``TaskRecord`` values (plain data) keyed by id: atomic create under capacity
-limits, get, compare-and-set by revision, and deletion of expired records. It holds no trio
-objects and runs no work; ``presa_trio.ext.tasks.testing.check_task_store`` checks a store
-against this contract, so a durable or shared store proves itself the same way.
+limits, get, compare-and-set by revision, and deletion of expired records. A store shared by
+workers may also keep leases (``LeaseStore``): whose unfinished tasks it holds, so that a
+lost worker's can be found. It holds no trio objects and runs no work;
+``presa_trio.ext.tasks.testing.check_task_store`` and ``check_lease_store`` check a store
+against these contracts, so a durable or shared store proves itself the same way.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol, final
+from typing import Protocol, final, runtime_checkable
 
 import trio
 
@@ -20,7 +22,7 @@ from ._states import TaskRecord
 
 @final
 @dataclass(frozen=True, slots=True)
-class Limits:
+class TaskLimits:
     """Capacity limits checked atomically with creation (None: unlimited).
 
     ``max_stored_per_principal`` counts every stored task of a principal, finished ones too
@@ -37,12 +39,12 @@ class Limits:
     running tasks and the new one would pass the bound. The total held then stays within
     ``max_stored_bytes``, give or take what the server's own code writes beyond a result:
     the questions parked tasks ask and the errors failed tasks keep, counted as they come
-    (their size is the tools' doing, not a client's). ``TasksExtension`` sets the
-    reserve to its ``max_result_bytes``, the most a result may be (whatever the ``Limits``
-    it is given say); by default at most 1,024
-    tasks run at once in memory (256 MiB / 256 KiB): to run more, raise the bound or lower
-    ``max_result_bytes``. The stores on a database (``SqlTaskStore``) keep their records on
-    disk, not in the process, and do not apply this bound (the count limits they do).
+    (their size is the tools' doing, not a client's). ``TasksExtension`` sets the reserve
+    to its ``max_result_bytes``, the most a result may be (whatever the ``TaskLimits`` it is
+    given say); by default at most 1,024 tasks run at once in memory (256 MiB / 256 KiB):
+    to run more, raise the bound or lower ``max_result_bytes``. The stores on a database
+    (``SqlTaskStore``) keep their records on disk, not in the process, and do not apply this
+    bound (the count limits they do).
     """
 
     max_tasks: int | None = 10_000
@@ -103,7 +105,7 @@ class TaskStore(Protocol):
     - Records come back equal to what was stored (``TaskRecord`` is plain data).
     """
 
-    async def create(self, task: TaskRecord, limits: Limits) -> None:
+    async def create(self, task: TaskRecord, limits: TaskLimits) -> None:
         """Store a new task, or raise ``CapacityExceeded`` storing nothing."""
 
     async def get(self, task_id: str) -> TaskRecord | None:
@@ -119,15 +121,38 @@ class TaskStore(Protocol):
         """How many records are stored."""
 
 
+@runtime_checkable
+class LeaseStore(TaskStore, Protocol):
+    """A ``TaskStore`` that keeps leases: it can say which workers own unfinished tasks
+    (each record's ``owner``), and which tasks a set of lost workers leaves behind.
+
+    The Tasks extension fails the unfinished tasks of lost workers whenever the run's store
+    is a ``LeaseStore`` and its backend keeps worker leases (``WorkerLeases``); which
+    workers are lost is the backend's to judge, which tasks they owned the store's. The
+    contract, beside ``TaskStore``'s (``testing.check_lease_store`` checks it):
+
+    - ``owners`` and ``orphans`` are reads: cancellation points, as ``get`` is;
+    - they see every write that completed before them: a task created, ended, or given to
+      another owner by ``compare_and_set`` counts (or stops counting) from then on, and a
+      finished task never counts.
+    """
+
+    async def owners(self) -> frozenset[str]:
+        """The workers that own at least one unfinished task."""
+
+    async def orphans(self, lost: frozenset[str]) -> list[str]:
+        """The ids of the unfinished tasks whose owner is in ``lost``, in any order."""
+
+
 @final
 class MemoryTaskStore:
     """The default store: a dict in this process. Tasks die with the process (or the run).
 
     Each write checkpoints first and then acts without yielding, which is what makes it
     atomic and all-or-nothing under cancellation; each read checks for cancellation and
-    answers at once. It keeps ``Limits.max_stored_bytes``: a record's payloads are measured
-    when it is created and when a change replaces one of them (a result, an error, a round
-    of input requests), never when it is read.
+    answers at once. It keeps ``TaskLimits.max_stored_bytes``: a record's payloads are
+    measured when it is created and when a change replaces one of them (a result, an error,
+    a round of input requests), never when it is read.
     """
 
     def __init__(self) -> None:
@@ -140,10 +165,10 @@ class MemoryTaskStore:
 
     @property
     def stored_bytes(self) -> int:
-        """The payload bytes held, as ``Limits.max_stored_bytes`` counts them."""
+        """The payload bytes held, as ``TaskLimits.max_stored_bytes`` counts them."""
         return self._bytes
 
-    async def create(self, task: TaskRecord, limits: Limits) -> None:
+    async def create(self, task: TaskRecord, limits: TaskLimits) -> None:
         await trio.lowlevel.checkpoint()
         if task.task_id in self._tasks:
             raise ValueError(f"task {task.task_id!r} exists")
@@ -210,7 +235,7 @@ class MemoryTaskStore:
 
 
 def payload_bytes(task: TaskRecord) -> int:
-    """What ``Limits.max_stored_bytes`` counts of a record: its result, error and pending
+    """What ``TaskLimits.max_stored_bytes`` counts of a record: its result, error and pending
     input requests, as JSON. A payload that is not JSON (a tool may ask with a value the
     wire would refuse) is counted by its text, so measuring never fails a write."""
     size = 0

@@ -1,8 +1,10 @@
-"""Test tools for task stores: ``check_task_store`` proves a ``TaskStore`` keeps the contract.
+"""Test tools for task stores: ``check_task_store`` proves a ``TaskStore`` keeps its
+contract, and ``check_lease_store`` a ``LeaseStore`` the leases it adds.
 
-In the spirit of ``trio.testing.check_two_way_stream``: give it a way to open a fresh, empty
-store and it runs every rule of the contract against it (see ``TaskStore``), raising
-``AssertionError`` at the first one broken. It is how presa_trio's own stores are tested.
+In the spirit of ``trio.testing.check_two_way_stream``: give either a way to open a fresh,
+empty store and it runs every rule of the contract against it (see ``TaskStore`` and
+``LeaseStore``), raising ``AssertionError`` at the first one broken. It is how presa_trio's
+own stores are tested.
 """
 
 from __future__ import annotations
@@ -18,13 +20,16 @@ import trio.testing
 
 from ...errors import CapacityExceeded
 from ._states import Status, TaskRecord
-from ._store import Limits, TaskStore
+from ._store import LeaseStore, TaskLimits, TaskStore
 
-__all__ = ["check_task_store"]
+__all__ = ["check_lease_store", "check_task_store"]
 
 OpenStore = Callable[[], AbstractAsyncContextManager[TaskStore]]
+OpenLeaseStore = Callable[[], AbstractAsyncContextManager[LeaseStore]]
 
-_UNLIMITED = Limits(max_tasks=None, max_stored_per_principal=None, max_active_per_principal=None)
+_UNLIMITED = TaskLimits(
+    max_tasks=None, max_stored_per_principal=None, max_active_per_principal=None
+)
 
 
 def _record(task_id: str, principal: str = "p", **changes: Any) -> TaskRecord:
@@ -57,10 +62,26 @@ async def check_task_store(open_store: OpenStore) -> None:
     await trio.lowlevel.checkpoint()
     for check in _CHECKS:
         async with open_store() as store:
-            try:
-                await check(store)
-            except AssertionError as failed:
-                raise AssertionError(f"{check.__name__.lstrip('_')}: {failed}") from failed
+            await _run(check, store)
+
+
+async def check_lease_store(open_store: OpenLeaseStore) -> None:
+    """Run the ``LeaseStore`` contract (what it adds to ``TaskStore``'s, which
+    ``check_task_store`` checks) against stores made by ``open_store()``.
+
+    ``open_store`` returns an async context manager yielding a fresh, empty store.
+    """
+    await trio.lowlevel.checkpoint()
+    for check in _LEASE_CHECKS:
+        async with open_store() as store:
+            await _run(check, store)
+
+
+async def _run(check: Callable[[Any], Awaitable[None]], store: TaskStore) -> None:
+    try:
+        await check(store)
+    except AssertionError as failed:
+        raise AssertionError(f"{check.__name__.lstrip('_')}: {failed}") from failed
 
 
 async def _round_trip(store: TaskStore) -> None:
@@ -107,7 +128,7 @@ async def _duplicate_ids(store: TaskStore) -> None:
 
 async def _capacity_limits(store: TaskStore) -> None:
     """``create`` checks the limits in the step that stores; a refusal stores nothing."""
-    limits = Limits(max_tasks=3, max_stored_per_principal=None, max_active_per_principal=2)
+    limits = TaskLimits(max_tasks=3, max_stored_per_principal=None, max_active_per_principal=2)
     await store.create(_record("a1", "alice"), limits)
     await store.create(_record("a2", "alice"), limits)
     await _refused(store, _record("a3", "alice"), limits, "max_active_tasks_per_principal")
@@ -120,16 +141,16 @@ async def _capacity_limits(store: TaskStore) -> None:
     assert await store.compare_and_set(_moved(a1, status=Status.COMPLETED), a1.revision)
     await store.create(
         _record("a3", "alice"),
-        Limits(max_tasks=4, max_stored_per_principal=None, max_active_per_principal=2),
+        TaskLimits(max_tasks=4, max_stored_per_principal=None, max_active_per_principal=2),
     )
     assert await store.count() == 4
     # Finished tasks still count against their principal's stored quota, not another's.
-    stored = Limits(max_tasks=None, max_stored_per_principal=3, max_active_per_principal=None)
+    stored = TaskLimits(max_tasks=None, max_stored_per_principal=3, max_active_per_principal=None)
     await _refused(store, _record("a5", "alice"), stored, "max_stored_tasks_per_principal")
     await store.create(_record("b2", "bob"), stored)
 
 
-async def _refused(store: TaskStore, record: TaskRecord, limits: Limits, limit: str) -> None:
+async def _refused(store: TaskStore, record: TaskRecord, limits: TaskLimits, limit: str) -> None:
     try:
         await store.create(record, limits)
     except CapacityExceeded as full:
@@ -185,7 +206,7 @@ async def _expiry(store: TaskStore) -> None:
     assert await store.delete_expired(500) == 0
     assert await store.count() == 2
     # A non-terminal task that expires gives its principal's active slot back.
-    limits = Limits(max_tasks=None, max_stored_per_principal=3, max_active_per_principal=2)
+    limits = TaskLimits(max_tasks=None, max_stored_per_principal=3, max_active_per_principal=2)
     await store.create(_record("q1", "q", created_ms=400, ttl_ms=1_000), limits)
     await store.create(_record("q2", "q", created_ms=400, ttl_ms=1_000), limits)
     assert await store.delete_expired(10_000) == 3, "'young', 'q1' and 'q2' expire"
@@ -261,3 +282,65 @@ _CHECKS = (
     _checkpoints,
     _cancellation,
 )
+
+
+# ---------------------------------------------------------------------- leases
+
+
+async def _owners(store: LeaseStore) -> None:
+    """The owners are the workers with an unfinished task, each found however many tasks
+    it owns and wherever its id sorts; a worker whose tasks all ended is no owner."""
+    assert await store.owners() == frozenset(), "an empty store has no owners"
+    for n, owner in enumerate(("w1", "w3", "w5", "w5", "w7")):
+        await store.create(_record(f"t{n}", owner=owner), _UNLIMITED)
+    waiting = _record("asks", owner="w3", status=Status.INPUT_REQUIRED)
+    await store.create(waiting, _UNLIMITED)
+    for n, status in enumerate((Status.COMPLETED, Status.FAILED, Status.CANCELLED)):
+        await store.create(_record(f"done{n}", owner=f"w{2 * n}", status=status), _UNLIMITED)
+    assert await store.owners() == {"w1", "w3", "w5", "w7"}, "finished tasks own nothing"
+    t0 = await store.get("t0")
+    assert t0 is not None
+    assert await store.compare_and_set(_moved(t0, status=Status.COMPLETED), t0.revision)
+    assert await store.owners() == {"w3", "w5", "w7"}, "w1's one task ended"
+    t4 = await store.get("t4")
+    assert t4 is not None
+    assert await store.compare_and_set(_moved(t4, owner="w5"), t4.revision)
+    assert await store.owners() == {"w3", "w5"}, "w7's one task was given to w5"
+
+
+async def _orphans(store: LeaseStore) -> None:
+    """The orphans of some lost workers are exactly their unfinished tasks."""
+    for task_id, owner in (("a1", "a"), ("a2", "a"), ("b1", "b"), ("c1", "c")):
+        await store.create(_record(task_id, owner=owner), _UNLIMITED)
+    await store.create(_record("a3", owner="a", status=Status.INPUT_REQUIRED), _UNLIMITED)
+    await store.create(_record("a-done", owner="a", status=Status.COMPLETED), _UNLIMITED)
+    assert await store.orphans(frozenset()) == [], "no one lost: no orphans"
+    assert await store.orphans(frozenset({"nobody"})) == [], "a worker with no tasks"
+    assert sorted(await store.orphans(frozenset({"a"}))) == ["a1", "a2", "a3"]
+    assert sorted(await store.orphans(frozenset({"a", "c", "x"}))) == ["a1", "a2", "a3", "c1"]
+    b1 = await store.get("b1")
+    assert b1 is not None
+    assert await store.compare_and_set(_moved(b1, status=Status.FAILED), b1.revision)
+    assert await store.orphans(frozenset({"b"})) == [], "an ended task is no orphan"
+    await store.create(_record("old", owner="a", created_ms=0, ttl_ms=1), _UNLIMITED)
+    assert sorted(await store.orphans(frozenset({"a"}))) == ["a1", "a2", "a3", "old"]
+    assert await store.delete_expired(10) == 1
+    assert sorted(await store.orphans(frozenset({"a"}))) == ["a1", "a2", "a3"], "deleted"
+
+
+async def _lease_reads(store: LeaseStore) -> None:
+    """``owners`` and ``orphans`` are reads: cancellation points."""
+    await store.create(_record("r", owner="w"), _UNLIMITED)
+    reads: dict[str, Callable[[], Awaitable[object]]] = {
+        "owners": store.owners,
+        "orphans of a lost worker": partial(store.orphans, frozenset({"w"})),
+        "orphans of no one": partial(store.orphans, frozenset()),
+    }
+    for name, read in reads.items():
+        with trio.CancelScope() as scope:
+            scope.cancel()
+            await read()
+        assert scope.cancelled_caught, f"{name} answered in a cancelled scope"
+
+
+_LEASE_CHECKS = (_owners, _orphans, _lease_reads)

@@ -1,5 +1,5 @@
-"""The README's "Testing your own server" paragraph, run as written: its test, beside the
-Quickstart's ``app.py``, in a project of its own, passes under pytest-trio with
+"""The testing guide (docs/guides/testing.md), run as written: its test, beside the README's
+Quickstart ``app.py``, in a project of its own, passes under pytest-trio with
 ``trio_mode = true`` under ``[tool.pytest.ini_options]``, and with ``@pytest.mark.trio`` on
 it instead; with neither it does not run on trio (the control)."""
 
@@ -15,24 +15,25 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def readme_block(starts: str) -> str:
-    text = (ROOT / "README.md").read_text()
+def block(page: str, starts: str) -> str:
+    text = (ROOT / page).read_text()
     found = re.search(rf"```python\n({re.escape(starts)}.*?)```", text, re.S)
-    assert found is not None, f"README.md lost its block starting {starts!r}"
+    assert found is not None, f"{page} lost its block starting {starts!r}"
     return found.group(1)
 
 
 @pytest.mark.parametrize("how", ["trio_mode", "mark", "neither"])
 def test_the_readme_test_runs_under_pytest_trio(how: str, tmp_path: Path) -> None:
     assert "trio_mode = true` under `[tool.pytest.ini_options]`, or with `@pytest.mark.trio`" in (
-        " ".join((ROOT / "README.md").read_text().split())
+        " ".join((ROOT / "docs" / "guides" / "testing.md").read_text().split())
     )
-    (tmp_path / "app.py").write_text(readme_block("# app.py\n"))
-    test = readme_block("from presa_trio.testing import open_client\n\n\nasync def test_forecast")
+    (tmp_path / "app.py").write_text(block("README.md", "# app.py\n"))
+    test = block("docs/guides/testing.md", "# test_app.py\n")
+    assert "from app import server\n" in test
     if how == "mark":
         marked = "@pytest.mark.trio\nasync def test_"
         test = "import pytest\n" + test.replace("async def test_", marked)
-    (tmp_path / "test_app.py").write_text("from app import server\n" + test)
+    (tmp_path / "test_app.py").write_text(test)
     options = "trio_mode = true\n" if how == "trio_mode" else ""
     (tmp_path / "pyproject.toml").write_text(f"[tool.pytest.ini_options]\n{options}")
     done = subprocess.run(

@@ -1,6 +1,6 @@
-"""The README's "Authorization" example, run as it is: its JwtVerifier fetches the key set of
-a stand-in authorization server (in process, through httpx's ASGI transport), and tokens
-signed here meet its 401, 403 and 200."""
+"""The authorization guide's example (docs/guides/auth.md), run as it is: its JwtVerifier
+fetches the key set of a stand-in authorization server (in process, through httpx's ASGI
+transport), and tokens signed here meet its 401, 403 and 200."""
 
 from __future__ import annotations
 
@@ -16,18 +16,18 @@ from joserfc import jwk, jwt
 
 from presa_trio.testing import open_client
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+GUIDE = Path(__file__).resolve().parents[2] / "docs" / "guides" / "auth.md"
 KEY = jwk.ECKey.generate_key("P-256", auto_kid=True)
 REAL_CLIENT = httpx.AsyncClient
 
 
 def example() -> str:
-    text = README.read_text()
+    text = GUIDE.read_text()
     pattern = (
         r"<!-- authorization-example -->\n```python\n(.*?)```\n<!-- /authorization-example -->"
     )
     found = re.search(pattern, text, re.S)
-    assert found is not None, "README.md lost its authorization example"
+    assert found is not None, "docs/guides/auth.md lost its authorization example"
     return found.group(1)
 
 
@@ -55,7 +55,7 @@ async def test_the_readme_authorization_example(monkeypatch: pytest.MonkeyPatch)
 
     monkeypatch.setattr(httpx, "AsyncClient", client)
     namespace: dict[str, Any] = {"__name__": "deployer"}
-    exec(compile(example(), f"{README}:authorization-example", "exec"), namespace)
+    exec(compile(example(), f"{GUIDE}:authorization-example", "exec"), namespace)
 
     async with open_client(namespace["app"]) as mcp:
         refused = await mcp.send(mcp.message("tools/call", {"name": "status"}))
