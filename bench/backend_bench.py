@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # a t
 
 import http_bench
 import psycopg
-from postgres_cluster import PORT, Cluster, running_cluster
+from support.postgres_cluster import PORT, Cluster, running_cluster
 
 from presa_trio import Server
 from presa_trio.backends import parse_url

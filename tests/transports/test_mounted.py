@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
-from asgi_scope import exchange
+from support.asgi_scope import exchange
 
 from presa_trio import Server
 from presa_trio._process.shutdown import ShutdownBound

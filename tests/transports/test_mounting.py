@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from asgi_scope import exchange
+from support.asgi_scope import exchange
 
 from presa_trio import Server
 from presa_trio.testing import Client

@@ -184,3 +184,15 @@ def test_a_declared_server_loads_no_transport_auth_or_shared_backend() -> None:
         or m.startswith("presa_trio._backends.postgres")
     }
     assert not unwanted
+
+
+def test_the_unit_tests_are_pure_and_sync() -> None:
+    """tests/unit/ holds what runs without trio: no async test, no fixture of the trio run."""
+    here = Path(__file__).resolve().parent
+    found = [
+        f"{path.name}:{node.name}"
+        for path in sorted(here.glob("test_*.py"))
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.AsyncFunctionDef) and node.name.startswith("test_")
+    ]
+    assert not found

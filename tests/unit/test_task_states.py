@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from task_records import record
+from support.task_records import record
 
 from presa_trio.errors import McpError
 from presa_trio.ext.tasks._states import (

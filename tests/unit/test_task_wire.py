@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from task_records import record
+from support.task_records import record
 
 from presa_trio.ext.tasks._states import Status, TaskRecord
 from presa_trio.ext.tasks._wire import EXTENSION_ID, creation, detailed, iso, notification

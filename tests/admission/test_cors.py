@@ -1,0 +1,72 @@
+"""Opt-in CORS (``asgi_app(cors=True)``) for browser clients: the preflight is answered, and
+every answer to an allowed origin names it; the allow-list is Host/Origin admission's."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from support.asgi_scope import exchange
+
+from presa_trio import HostPolicy, Server
+from presa_trio.testing import Client
+
+APP_ORIGIN = "https://app.example.com"
+
+
+def app_with(cors: bool) -> Any:
+    server = Server("browser")
+    policy = HostPolicy(allowed_origins=frozenset({APP_ORIGIN}))
+    return server.asgi_app(cors=cors, host_policy=policy)
+
+
+PREFLIGHT = [
+    ("host", "localhost:8000"),
+    ("access-control-request-method", "POST"),
+    (
+        "access-control-request-headers",
+        "content-type, mcp-protocol-version, mcp-method, mcp-param-region, x-tracking",
+    ),
+]
+
+
+async def preflight(app: Any, origin: str) -> tuple[int, dict[bytes, bytes]]:
+    return await exchange(app, [*PREFLIGHT, ("origin", origin)], method="OPTIONS")
+
+
+async def test_a_preflight_from_an_allowed_origin_is_answered() -> None:
+    app = app_with(cors=True)
+    async with app.lifespan():
+        status, headers = await preflight(app, APP_ORIGIN)
+    assert status == 204
+    assert headers[b"access-control-allow-origin"] == APP_ORIGIN.encode()
+    assert headers[b"access-control-allow-methods"] == b"POST"
+    assert headers[b"access-control-allow-headers"] == (
+        b"content-type, mcp-protocol-version, mcp-method, mcp-param-region"
+    )
+    assert headers[b"vary"] == b"origin"
+
+
+async def test_a_preflight_from_another_origin_is_refused() -> None:
+    app = app_with(cors=True)
+    async with app.lifespan():
+        status, headers = await preflight(app, "https://evil.example.com")
+    assert status == 403
+    assert b"access-control-allow-origin" not in headers
+
+
+async def test_answers_to_an_allowed_origin_name_it_and_cors_is_off_by_default() -> None:
+    for cors in (True, False):
+        app = app_with(cors=cors)
+        async with app.lifespan():
+            client = Client(app)
+            message = client.message("server/discover")
+            headers = [*client.headers_for(message), ("origin", APP_ORIGIN)]
+            status, answered = await exchange(app, headers, json.dumps(message).encode())
+            assert status == 200
+            if cors:
+                assert answered[b"access-control-allow-origin"] == APP_ORIGIN.encode()
+            else:
+                assert b"access-control-allow-origin" not in answered
+            status, _ = await preflight(app, APP_ORIGIN)
+            assert status == (204 if cors else 405)

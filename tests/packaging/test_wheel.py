@@ -1,0 +1,46 @@
+"""The built wheel carries the vendored schema, so an installed presa_trio needs no checkout."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+from support.servers import ROOT
+
+pytestmark = pytest.mark.e2e
+
+
+def test_wheel_ships_the_schema(tmp_path: Path) -> None:
+    build = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(tmp_path),
+            str(ROOT),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert build.returncode == 0, build.stderr
+    (wheel,) = tmp_path.glob("presa_trio-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+        schema = archive.read("presa_trio/schema/2026-07-28/schema.json")
+    assert "presa_trio/py.typed" in names
+    assert "presa_trio/ext/tasks/_runner.py" in names
+    recorded = re.search(r"sha256: ([0-9a-f]{64})", (ROOT / "schema" / "README.md").read_text())
+    assert recorded is not None
+    assert hashlib.sha256(schema).hexdigest() == recorded.group(1)
