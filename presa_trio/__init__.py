@@ -19,6 +19,7 @@ from ._kernel.runtime import Runtime as Runtime
 from ._kernel.settings import Limits as Limits
 from ._kernel.settings import Listing as Listing
 from ._kernel.settings import RequestState as RequestState
+from ._kernel.settings import Sessions as Sessions
 from ._kernel.settings import Validation as Validation
 from ._protocol.dialect import PROTOCOL_VERSION as PROTOCOL_VERSION
 from ._protocol.headers import HostPolicy as HostPolicy
@@ -54,6 +55,7 @@ __all__ = [
     "Runtime",
     "Schemas",
     "Server",
+    "Sessions",
     "Timeouts",
     "ToolError",
     "ToolResult",

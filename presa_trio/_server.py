@@ -11,6 +11,7 @@ import inspect
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar, Unpack, final
 
@@ -23,19 +24,23 @@ from ._kernel.bus import SubscriptionBus
 from ._kernel.context import Context
 from ._kernel.dispatcher import Dispatcher
 from ._kernel.extension_hooks import Extension, ExtensionContext
+from ._kernel.legacy import RunSessions, session_store_for
 from ._kernel.methods import core_routes
 from ._kernel.registry import Completer, Prompt, Registry, Resource, ResourceTemplate, Tool
 from ._kernel.runtime import Runtime
+from ._kernel.session_signals import SessionSignals
 from ._kernel.settings import (
     DEFAULT_LIMITS,
     DEFAULT_LISTING,
     DEFAULT_REQUEST_STATE,
+    DEFAULT_SESSIONS,
     DEFAULT_VALIDATION,
     Limits,
     Listing,
     OldSettings,
     RequestState,
     Served,
+    Sessions,
     Settings,
     Validation,
     regroup,
@@ -141,6 +146,8 @@ class Server:
         validation: Validation = DEFAULT_VALIDATION,
         listing: Listing = DEFAULT_LISTING,
         request_state: RequestState = DEFAULT_REQUEST_STATE,
+        legacy: bool = True,
+        sessions: Sessions = DEFAULT_SESSIONS,
         **deprecated: Unpack[OldSettings],
     ) -> None:
         if deprecated:
@@ -159,6 +166,7 @@ class Server:
             validation=validation,
             listing=listing,
             request_state=request_state,
+            sessions=sessions if legacy else replace(sessions, enabled=False),
             loop_warning=loop_warning,
             backend=backend,
             tracing=_tracing(tracing),
@@ -172,6 +180,7 @@ class Server:
             schemas=self.schemas,
             settings=self.settings,
             extensions=self._extensions,
+            served=served,
         )
         self._runtimes: set[Runtime] = set()
         self._lifespan = lifespan
@@ -391,9 +400,17 @@ class Server:
                     max_background_per_principal=limits.max_background_per_principal,
                     lifespan_state=state,
                 )
+                if settings.sessions.enabled:
+                    runtime.sessions = RunSessions(
+                        session_store_for(opened),
+                        SessionSignals(opened, settings.sessions.max_pending_pushes),
+                        settings.sessions,
+                    )
                 try:
                     if opened.shared:
                         await nursery.start(runtime.relay_events)
+                    if runtime.sessions is not None:  # the run's own: not background work
+                        nursery.start_soon(runtime.sessions.sweep, name="session sweep")
                     if settings.loop_warning is not None:
                         runtime.start_background(
                             runtime.watch_event_loop, settings.loop_warning, name="loop watch"

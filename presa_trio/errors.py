@@ -23,7 +23,10 @@ __all__ = [
     "ParseError",
     "RequestTimeout",
     "RequestTooLarge",
+    "ResourceNotFound",
     "ServiceUnavailable",
+    "SessionConflict",
+    "SessionNotFound",
     "ToolError",
     "Unauthorized",
     "UnsupportedVersion",
@@ -130,6 +133,34 @@ class MethodNotFound(McpError):
 class InvalidParams(McpError):
     code = -32602
     http_status = 400
+
+
+class ResourceNotFound(InvalidParams):
+    """A resource that does not exist: -32602 in 2026-07-28 (SEP-2164), and -32002, the
+    older era's own code, on an ``initialize`` session (``legacy_code``)."""
+
+    legacy_code: ClassVar[int] = -32002
+
+    def __init__(self, uri: str) -> None:
+        super().__init__("Resource not found", {"uri": uri})
+
+
+class SessionNotFound(McpError):
+    """An ``Mcp-Session-Id`` that names no live session of this principal: HTTP 404, which
+    tells an older-era client to start over with ``initialize``. A session of another
+    principal is answered exactly like an unknown one."""
+
+    code = -32001
+    http_status = 404
+
+    def __init__(self) -> None:
+        super().__init__("Session not found")
+
+
+class SessionConflict(InvalidRequest):
+    """A second GET stream for a session that already has one: HTTP 409."""
+
+    http_status = 409
 
 
 class InternalError(McpError):

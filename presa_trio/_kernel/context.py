@@ -92,6 +92,7 @@ class Context:
         "request_id",
         "round",
         "runtime",
+        "session",
         "state",
     )
 
@@ -128,6 +129,9 @@ class Context:
         self._principal: str | None = None
         self._last_progress: float | None = None
         self._extras: dict[str, Any] | None = None
+        #: The older-era session this request belongs to (a ``SessionRecord``: its version,
+        #: the client's info); None for a 2026-07-28 request.
+        self.session: Any = None
 
     @property
     def schemas(self) -> Schemas:
@@ -311,7 +315,10 @@ class Context:
             # A task asks through tasks/get, but the rule is the same: never ask a client
             # for what it did not declare (wire §10.5). The task fails with -32021 inlined.
             check_askable(self.meta.client_capabilities, requests)
-            return await self._provide(self, requests)
+            answers = await self._provide(self, requests)
+            if state is not None:  # what a retry would have brought back, verified
+                self.state = state
+            return answers
         # An ordinary request: the retry's answers, or the end of this round.
         await trio.lowlevel.checkpoint()
         responses = self.input_responses
@@ -322,6 +329,11 @@ class Context:
             check_askable(self.meta.client_capabilities, missing)
             raise InputRequired(missing, state)
         return found
+
+    def ask_with(self, provide: InputProvider) -> None:
+        """Have ``provide`` answer this request's ``ctx.input`` instead of an MRTR round
+        (an older-era session pushes its requests to the client)."""
+        self._provide = provide
 
     # ------------------------------------------------------------------ detaching
 

@@ -20,28 +20,40 @@ from typing import Any, final
 import trio
 
 from .._boundary import protocol_error
-from .._protocol import dialect
+from .._protocol import dialect, era
 from .._protocol import headers as routing
 from .._protocol.input_requests import InputRequired
-from .._protocol.jsonrpc import Request, RequestId, encode, error_message, result_message
+from .._protocol.jsonrpc import (
+    Notification,
+    Request,
+    RequestId,
+    Response,
+    encode,
+    error_message,
+    result_message,
+)
 from .._protocol.request_state import StateSealer, binding_digest
 from .._protocol.schema import Schemas, error_definition
 from ..errors import (
     InternalError,
     InvalidParams,
+    InvalidRequest,
     McpError,
     MethodNotFound,
     MissingCapability,
     ServiceUnavailable,
+    SessionNotFound,
+    Unauthorized,
     UnsupportedVersion,
 )
 from .authorization import Authorization
 from .context import Context, Responder, ServerView
 from .extension_hooks import Extension
+from .legacy import LegacyEra
 from .requestlog import CURRENT
 from .routes import Route
 from .runtime import Runtime
-from .settings import Settings
+from .settings import Served, Settings
 
 logger = logging.getLogger("presa_trio")
 
@@ -58,6 +70,7 @@ class Dispatcher:
         schemas: Schemas,
         settings: Settings,
         extensions: Sequence[Extension] = (),
+        served: Served | None = None,
     ) -> None:
         self.schemas = schemas
         self.settings = settings
@@ -71,6 +84,12 @@ class Dispatcher:
         self._routes: dict[str, Route] = {}
         for route in routes:
             self.add(route)
+        #: How the older era is served (None: 2026-07-28 only, ``Server(legacy=False)``).
+        self.legacy = (
+            LegacyEra(served, self._view)
+            if served is not None and settings.sessions.enabled
+            else None
+        )
 
     @property
     def routes(self) -> Mapping[str, Route]:
@@ -179,6 +198,121 @@ class Dispatcher:
             if span is not None:
                 span.end()
             CURRENT.reset(token)
+
+    async def serve_session(
+        self,
+        request: Request,
+        session_id: str | None,
+        responder: Responder,
+        runtime: Runtime | None,
+        authorization: Authorization | None = None,
+        *,
+        new_session: str | None = None,
+        headers: routing.RoutingHeaders | None = None,
+    ) -> bool:
+        """Answer one older-era request through ``responder``; whether it succeeded (for
+        an ``initialize``: whether its session is open). Raises nothing but cancellation.
+        ``new_session`` is the id an ``initialize`` opens (its answer names it in
+        ``Mcp-Session-Id``). Errors are shaped here, as every other: on a session a JSON-RPC
+        error is HTTP 200, and only a session that is gone answers 404."""
+        token = CURRENT.set((str(request.id), request.method))
+        try:
+            extra: Sequence[tuple[str, str]] = ()
+            succeeded = False
+            try:
+                legacy = self.legacy
+                if runtime is None:
+                    raise ServiceUnavailable("Server is not running: its lifespan has not started")
+                if legacy is None:
+                    raise MethodNotFound(f"Method not found: {request.method}")
+                if new_session is not None:
+                    result = await legacy.initialize(
+                        request, runtime, authorization, new_session, headers
+                    )
+                    extra = ((era.SESSION_HEADER, new_session),)
+                else:
+                    result = await legacy.run(
+                        request,
+                        session_id,
+                        self._routes,
+                        responder,
+                        runtime,
+                        authorization,
+                        headers,
+                    )
+                data, status = self._encoded(request, result), 200
+                succeeded = True
+            except BaseException as exc:
+                error = self._error_of(exc, request.method)
+                data = self.session_error(request.id, error)
+                status = self.session_status(error, opening=new_session is not None)
+                extra = error.http_headers
+            await responder.finish(data, status, extra)
+            return succeeded
+        finally:
+            CURRENT.reset(token)
+
+    async def session_exchange(
+        self,
+        method: str,
+        session_id: str | None,
+        responder: Responder,
+        runtime: Runtime | None,
+        authorization: Authorization | None,
+        message: Request | Notification | Response | None = None,
+        headers: routing.RoutingHeaders | None = None,
+    ) -> McpError | None:
+        """Serve what an older-era session sends besides requests: a notification or an
+        answer (POST), its GET stream, its end (DELETE). Returns the error to answer (shaped
+        by ``refuse_session``) when there is one, None when done; raises only cancellation.
+        A GET stream's error arrives before its stream starts."""
+        await trio.lowlevel.checkpoint()  # every exchange yields once, whatever it finds
+        try:
+            legacy = self.legacy
+            if runtime is None:
+                raise ServiceUnavailable("Server is not running: its lifespan has not started")
+            if legacy is None:
+                raise MethodNotFound("Method not found: this server serves 2026-07-28 only")
+            if method == "GET":
+                await legacy.stream(session_id, responder, runtime, authorization, headers)
+            elif method == "DELETE":
+                await legacy.end(session_id, runtime, authorization, headers)
+            elif isinstance(message, Response):
+                await legacy.answer(message, session_id, runtime, authorization, headers)
+            elif isinstance(message, Notification):
+                await legacy.notification(message, session_id, runtime, authorization, headers)
+            return None
+        except BaseException as exc:
+            return self._error_of(exc, f"{method} of a session")
+
+    async def refuse_session(
+        self, error: McpError, request_id: RequestId | None, responder: Responder
+    ) -> None:
+        """Answer a refusal of a session's exchange (no request of it ran: the status is
+        the error's own, 404 for a session that is gone), shaped as the older era codes it."""
+        data = self.session_error(request_id, error)
+        await responder.finish(data, error.http_status, error.http_headers)
+
+    @staticmethod
+    def session_status(error: McpError, *, opening: bool = False) -> int:
+        """The HTTP status of an older-era error: 200 on a live session (the error is in
+        the body), the error's own where there is no session (yet), or it is gone."""
+        if opening or isinstance(error, SessionNotFound | Unauthorized | ServiceUnavailable):
+            return error.http_status
+        if isinstance(error, InvalidRequest) and error.http_status != 400:
+            return error.http_status  # 409 and the like: about the HTTP exchange itself
+        if isinstance(error, InvalidRequest) and error.message.startswith("Bad Request"):
+            return 400
+        return 200
+
+    def session_error(self, request_id: RequestId | None, error: McpError) -> bytes:
+        """An older-era error response, as bytes: the older era's code where it has its
+        own (resource-not-found is -32002 there)."""
+        message = error_message(request_id, error)
+        legacy_code = getattr(error, "legacy_code", None)
+        if legacy_code is not None:
+            message["error"]["code"] = legacy_code
+        return encode(message)
 
     async def refuse(
         self, error: McpError, request_id: RequestId | None, responder: Responder

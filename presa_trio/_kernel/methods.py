@@ -18,7 +18,7 @@ from typing import Any, final
 import trio
 
 from .._protocol.headers import check_params
-from ..errors import InvalidParams
+from ..errors import InvalidParams, ResourceNotFound
 from .context import Context
 from .extension_hooks import CallNext, Extension
 from .listen import listen
@@ -157,7 +157,7 @@ async def read_resource(served: Served, ctx: Context, params: dict[str, Any]) ->
     uri = params["uri"]
     found = served.registry.find_resource(uri)
     if found is None:
-        raise InvalidParams("Resource not found", {"uri": uri})  # SEP-2164, never -32002
+        raise ResourceNotFound(uri)  # SEP-2164: -32602 (-32002 on an older-era session)
     resource, variables = found
     return await resource.read(ctx, uri, variables)
 

@@ -89,6 +89,9 @@ class Runtime:
             "Too much background work running",
         )
         self._services: dict[str, object] = {}
+        #: The older era's sessions of this run (``legacy.RunSessions``); None when the
+        #: server serves 2026-07-28 only.
+        self.sessions: Any = None
         self._token = trio.lowlevel.current_trio_token()
 
     # ------------------------------------------------------------------ services

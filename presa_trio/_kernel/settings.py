@@ -135,10 +135,46 @@ class RequestState:
             raise ValueError("max_bytes must be at least 1")
 
 
+@final
+@dataclass(frozen=True, slots=True)
+class Sessions:
+    """The older era's ``initialize`` sessions; ``Server(sessions=Sessions(...))``.
+
+    On by default (``enabled``), as in both official SDKs: a client that opens with
+    ``initialize`` (revisions 2025-06-18 and 2025-11-25) gets a session kept in the run's
+    backend, served by every worker. ``Server(legacy=False)`` serves 2026-07-28 only.
+
+    ``idle_ttl`` seconds without a request end a session; at most ``max_sessions`` are open
+    at once, ``max_sessions_per_principal`` of them one principal's (503 past either, naming
+    it in ``data.limit``). A tool's ``ctx.input`` on a session is a request to the client,
+    answered within ``push_timeout`` seconds or the call fails; a session has at most
+    ``max_pending_pushes`` of them waiting on one worker.
+    """
+
+    enabled: bool = True
+    idle_ttl: float = 3600.0
+    max_sessions: int = 10_000
+    max_sessions_per_principal: int | None = 1_000
+    push_timeout: float = 300.0
+    max_pending_pushes: int = 16
+
+    def __post_init__(self) -> None:
+        if not self.idle_ttl > 0:
+            raise ValueError("idle_ttl must be positive")
+        if not self.push_timeout > 0:
+            raise ValueError("push_timeout must be positive")
+        if self.max_sessions < 1 or self.max_pending_pushes < 1:
+            raise ValueError("max_sessions and max_pending_pushes must be at least 1")
+        share = self.max_sessions_per_principal
+        if share is not None and share < 1:
+            raise ValueError("max_sessions_per_principal must be at least 1 (None: no share)")
+
+
 DEFAULT_LIMITS = Limits()
 DEFAULT_VALIDATION = Validation()
 DEFAULT_LISTING = Listing()
 DEFAULT_REQUEST_STATE = RequestState()
+DEFAULT_SESSIONS = Sessions()
 
 
 class OldSettings(TypedDict, total=False):
@@ -220,6 +256,7 @@ class Settings:
     validation: Validation = DEFAULT_VALIDATION
     listing: Listing = DEFAULT_LISTING
     request_state: RequestState = DEFAULT_REQUEST_STATE
+    sessions: Sessions = DEFAULT_SESSIONS
     loop_warning: float | None = 0.5
     backend: str | None = None
     tracing: Tracing | None = None  # None: no spans, and opentelemetry is never imported

@@ -19,6 +19,20 @@ MAX_AGE = b"600"
 #: What a browser client may read of an answer besides the basics: the challenge of a 401 or
 #: 403 (spec basic/authorization), sent when the app verifies tokens.
 EXPOSE_AUTH = (b"access-control-expose-headers", b"www-authenticate")
+#: The session id an older-era ``initialize`` answers with, and the challenge as above.
+EXPOSE_SESSION = (b"access-control-expose-headers", b"mcp-session-id")
+EXPOSE_BOTH = (b"access-control-expose-headers", b"mcp-session-id, www-authenticate")
+#: The methods of an endpoint that serves older-era sessions (their GET stream and DELETE).
+SESSION_METHODS = b"POST, GET, DELETE"
+
+
+def expose(*, auth: bool, sessions: bool) -> tuple[bytes, bytes] | None:
+    """The ``Access-Control-Expose-Headers`` an endpoint's answers carry, if any."""
+    if auth and sessions:
+        return EXPOSE_BOTH
+    if auth:
+        return EXPOSE_AUTH
+    return EXPOSE_SESSION if sessions else None
 
 
 def allow_origin(origins: Sequence[str]) -> list[tuple[bytes, bytes]]:

@@ -60,6 +60,16 @@ class Notification:
     params: Any
 
 
+@dataclass(slots=True)
+class Response:
+    """A client's answer to a request the server sent it (the older era's sampling,
+    elicitation and roots requests): ``result``, or ``error`` (a JSON-RPC error object)."""
+
+    id: RequestId
+    result: Any
+    error: Any
+
+
 class EnvelopeError(Exception):
     """A message that cannot be served, with the request id when it could be read."""
 
@@ -186,14 +196,26 @@ def _has_lone_surrogate(value: object) -> bool:
 
 def parse_message(body: bytes | str) -> Request | Notification:
     """Decode one client message; raise ``EnvelopeError`` for anything else."""
+    message = parse_any(body)
+    if isinstance(message, Response):
+        raise EnvelopeError(_NO_RESPONSES, message.id)
+    return message
+
+
+def parse_any(body: bytes | str) -> Request | Notification | Response:
+    """Decode one client message, a response included (an older-era session may answer
+    what the server asked); raise ``EnvelopeError`` for anything else."""
     try:
         obj = decode_json(body)
     except ParseError as error:
         raise EnvelopeError(error) from None
-    return message_from_obj(obj)
+    return message_from_obj(obj, responses=True)
 
 
-def message_from_obj(obj: object) -> Request | Notification:
+_NO_RESPONSES = InvalidRequest("Invalid request: clients must not send responses")
+
+
+def message_from_obj(obj: object, *, responses: bool = False) -> Request | Notification | Response:
     if isinstance(obj, list):
         raise EnvelopeError(InvalidRequest("Invalid request: batches are not supported"))
     if not isinstance(obj, dict):
@@ -204,9 +226,9 @@ def message_from_obj(obj: object) -> Request | Notification:
         raise EnvelopeError(InvalidRequest('Invalid request: jsonrpc must be "2.0"'), request_id)
     method = obj.get("method")
     if method is None and ("result" in obj or "error" in obj):
-        raise EnvelopeError(
-            InvalidRequest("Invalid request: clients must not send responses"), request_id
-        )
+        if not responses:
+            raise EnvelopeError(_NO_RESPONSES, request_id)
+        return _response(obj, request_id)
     if not isinstance(method, str) or not method:
         raise EnvelopeError(InvalidRequest("Invalid request: method must be a string"), request_id)
     if "id" not in obj:
@@ -214,6 +236,26 @@ def message_from_obj(obj: object) -> Request | Notification:
     if request_id is None:
         raise EnvelopeError(InvalidRequest("Invalid request: id must be a string or an integer"))
     return Request(request_id, method, obj.get("params"))
+
+
+def _response(obj: dict[str, Any], request_id: RequestId | None) -> Response:
+    result, error = obj.get("result"), obj.get("error")
+    if request_id is None:
+        raise EnvelopeError(InvalidRequest("Invalid request: a response needs its request's id"))
+    if ("result" in obj) == ("error" in obj):
+        raise EnvelopeError(
+            InvalidRequest("Invalid request: a response has a result or an error"), request_id
+        )
+    if "result" in obj and not isinstance(result, dict):
+        raise EnvelopeError(InvalidRequest("Invalid request: result must be an object"), request_id)
+    if "error" in obj and not (
+        isinstance(error, dict) and type(error.get("code")) is int and "message" in error
+    ):
+        raise EnvelopeError(
+            InvalidRequest("Invalid request: error must be an object with a code and a message"),
+            request_id,
+        )
+    return Response(request_id, result, error)
 
 
 #: orjson hands these to its ``default`` (none here: it refuses them), and the standard

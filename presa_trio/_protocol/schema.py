@@ -1,4 +1,5 @@
-"""Validators for the vendored 2026-07-28 core schema, compiled per ``$def`` on first use.
+"""Validators for the vendored core schemas (2026-07-28, and 2025-11-25 and 2025-06-18 for the
+older era's sessions), compiled per ``$def`` on first use.
 
 The schema ships inside the package (``presa_trio/schema``). Validation runs on
 ``jsonschema-rs``, the one engine at run time (a compiled validator, 200 to 460 times faster
@@ -52,9 +53,27 @@ class Violation:
 
 
 def load_document(version: str = SCHEMA_VERSION) -> dict[str, Any]:
+    """The vendored schema of ``version``, with its published errata applied."""
     path = resources.files("presa_trio") / "schema" / version / "schema.json"
     document: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    if version in _NUMBER_ERRATUM:
+        _number_erratum(document)
     return document
+
+
+#: The released 2025-06-18 and 2025-11-25 schemas type a ``NumberSchema``'s ``minimum``,
+#: ``maximum`` and ``default`` as integers, so an elicitation form field ``{"type":
+#: "number", "default": 95.5}`` (SEP-1034) would not validate; the specification means
+#: numbers, and the official conformance runner applies the same correction.
+_NUMBER_ERRATUM = frozenset({"2025-06-18", "2025-11-25"})
+
+
+def _number_erratum(document: dict[str, Any]) -> None:
+    definitions = document.get("$defs") or document.get("definitions") or {}
+    properties = definitions.get("NumberSchema", {}).get("properties", {})
+    for key in ("minimum", "maximum", "default"):
+        if key in properties:
+            properties[key] = {**properties[key], "type": "number"}
 
 
 def _pointer(path: Iterator[object] | list[object]) -> str:
@@ -80,7 +99,10 @@ class Schemas:
 
     def __init__(self, document: dict[str, Any] | None = None) -> None:
         self.document = document if document is not None else load_document()
-        self.definitions: dict[str, Any] = self.document["$defs"]
+        # 2025-06-18 and older are draft-07 documents, their definitions under another key.
+        self._key = "$defs" if "$defs" in self.document else "definitions"
+        self._dialect = self.document.get("$schema", _DIALECT)
+        self.definitions: dict[str, Any] = self.document[self._key]
         self._compiled: dict[str, _Compiled] = {}
 
     def _get(self, definition: str) -> _Compiled:
@@ -88,7 +110,11 @@ class Schemas:
         if compiled is None:
             if definition not in self.definitions:
                 raise KeyError(f"no $def {definition!r} in the schema")
-            root = {"$schema": _DIALECT, "$ref": f"#/$defs/{definition}", "$defs": self.definitions}
+            root = {
+                "$schema": self._dialect,
+                "$ref": f"#/{self._key}/{definition}",
+                self._key: self.definitions,
+            }
             compiled = self._compiled[definition] = _Compiled(root)
         return compiled
 
@@ -123,7 +149,7 @@ class Schemas:
     def _methods_of(self, union: str) -> dict[str, str]:
         found: dict[str, str] = {}
         union_def = self.definitions[union]
-        for ref in union_def.get("anyOf", [{"$ref": f"#/$defs/{union}"}]):
+        for ref in union_def.get("anyOf", union_def.get("oneOf", [{"$ref": f"#/{union}"}])):
             name = ref["$ref"].rsplit("/", 1)[1]
             method = self.definitions[name]["properties"]["method"]["const"]
             found[method] = name

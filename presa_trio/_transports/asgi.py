@@ -22,11 +22,24 @@ from .._kernel.dispatcher import Dispatcher
 from .._kernel.runtime import Runtime
 from .._kernel.tracing import http_attributes
 from .._process.shutdown import ShutdownBound
-from .._protocol import cors, sse
-from .._protocol.headers import HostPolicy, RoutingHeaders, refuse_any, scan
-from .._protocol.jsonrpc import EnvelopeError, Notification, RequestId, parse_message
+from .._protocol import cors, era, sse
+from .._protocol.headers import (
+    PROTOCOL_VERSION_HEADER,
+    HostPolicy,
+    RoutingHeaders,
+    refuse_any,
+    scan,
+)
+from .._protocol.jsonrpc import (
+    EnvelopeError,
+    Notification,
+    Request,
+    RequestId,
+    Response,
+    parse_any,
+)
 from ..auth._bearer import Authorization, BearerAuth
-from ..errors import Forbidden, McpError, RequestTimeout, RequestTooLarge
+from ..errors import Forbidden, InvalidRequest, McpError, RequestTimeout, RequestTooLarge
 from ._asgi_types import Asgi, Message, Receive, Scope, Send
 from .mount import MetadataApp, Mounted
 from .timeouts import DEFAULT_TIMEOUTS, OldTimeouts, Timeouts, regroup_timeouts
@@ -39,6 +52,8 @@ _JSON = [(b"content-type", b"application/json")]
 _PLAIN = [(b"content-type", b"text/plain; charset=utf-8")]
 _NO_TOKEN = Authorization()  # an app that verifies no tokens (frozen: one for all requests)
 DEFAULT_MAX_BODY = 4 * 1024 * 1024
+_SESSION_METHODS = frozenset({"GET", "DELETE"})  # an older-era session's, besides POST
+_NO_RESPONSES = InvalidRequest("Invalid request: clients must not send responses")
 
 
 @final
@@ -211,15 +226,23 @@ class AsgiApp:
             await self._refuse(send, Forbidden(f"Forbidden: {reason}"))
             return
         allowed = cors.allow_origin(origins) if self.cors else []
-        if allowed and self.auth is not None:
-            allowed.append(cors.EXPOSE_AUTH)
+        exposed = cors.expose(auth=self.auth is not None, sessions=self.serves_sessions)
+        if allowed and exposed is not None:
+            allowed.append(exposed)
         if self.auth is not None and metadata:
             await _metadata(self.auth, self.cors, scope, send, allowed)
             return
         if self.cors and scope["method"] == "OPTIONS":
-            await _plain(send, 204, b"", [*allowed, *cors.preflight(scope["headers"])])
+            methods = cors.SESSION_METHODS if self.serves_sessions else b"POST"
+            await _plain(send, 204, b"", [*allowed, *cors.preflight(scope["headers"], methods)])
             return
-        if scope["method"] != "POST":
+        method = scope["method"]
+        if method != "POST" and not (
+            method in _SESSION_METHODS
+            and era.SESSION_HEADER in mcp_headers
+            and self.serves_sessions
+        ):
+            # GET and DELETE are a session's only: without one, only POST is served here.
             await _plain(send, 405, b"Method Not Allowed", [(b"allow", b"POST")])
             return
         # Authorization comes before the body is read: nothing of an unauthenticated
@@ -232,6 +255,9 @@ class AsgiApp:
                 await self._refuse(send, refusal, allowed)
                 return
             authorization = Authorization(token, self.auth)
+        if method != "POST":  # an older-era session's GET stream, or its end
+            await self._session_exchange(method, mcp_headers, receive, send, allowed, authorization)
+            return
         read: bytes | McpError | None = None  # the body, or why there is none to serve
         # A nursery per request holds its disconnect watcher beside the dispatcher; its
         # scope's deadline bounds the body's arrival, then the final write (``HttpResponder``);
@@ -274,9 +300,35 @@ class AsgiApp:
         """Parse the body and dispatch it in the ``request`` nursery, beside the watcher
         that cancels it if its client goes away meanwhile."""
         try:
-            message = parse_message(body)
+            message = parse_any(body)
         except EnvelopeError as exc:
             await self._refuse(send, exc.error, allowed, exc.request_id)
+            return
+        if self.serves_sessions:
+            try:
+                session_id = _one(mcp_headers, era.SESSION_HEADER)
+                version = _one(mcp_headers, PROTOCOL_VERSION_HEADER)
+            except McpError:  # a repeated header: not a session's; 2026-07-28 refuses it
+                session_id = version = None
+                legacy = False
+            else:
+                method = None if isinstance(message, Response) else message.method
+                legacy = era.classify_http(session_id, version, method, message) is era.Era.LEGACY
+            if legacy:
+                await self._serve_session(
+                    request,
+                    message,
+                    session_id,
+                    version,
+                    mcp_headers,
+                    receive,
+                    send,
+                    allowed,
+                    authorization,
+                )
+                return
+        if isinstance(message, Response):
+            await self._refuse(send, _NO_RESPONSES, allowed, message.id)
             return
         if isinstance(message, Notification):  # accepted; stdio is where they matter
             request.cancel_scope.deadline = trio.current_time() + self.write_timeout
@@ -291,6 +343,89 @@ class AsgiApp:
             message, headers, responder, self._runtime, authorization, connection=connection
         )
         request.cancel_scope.cancel()  # answered: the watcher's work is done
+
+    @property
+    def serves_sessions(self) -> bool:
+        """Whether this app serves the older era's sessions (``Server(legacy=...)``)."""
+        return self.dispatcher.legacy is not None
+
+    async def _serve_session(
+        self,
+        request: trio.Nursery,
+        message: Request | Notification | Response,
+        session_id: str | None,
+        version: str | None,
+        mcp_headers: dict[str, list[bytes]],
+        receive: Receive,
+        send: Send,
+        allowed: list[tuple[bytes, bytes]],
+        authorization: Authorization,
+    ) -> None:
+        """One POST of the older era: a request (``initialize`` opens a session), or a
+        notification or an answer of the client's (202 once taken)."""
+        runtime, dispatcher = self._runtime, self.dispatcher
+        routing = RoutingHeaders.grouped(mcp_headers)
+        request_id = message.id if isinstance(message, Request | Response) else None
+        if version is not None and version not in era.LEGACY_VERSIONS:
+            unsupported = InvalidRequest(f"Bad Request: Unsupported protocol version: {version}")
+            await self._refuse(send, unsupported, allowed, request_id)
+            return
+        responder = HttpResponder(send, request.cancel_scope, self.write_timeout, allowed)
+        if not isinstance(message, Request):
+            refusal = await dispatcher.session_exchange(
+                "POST", session_id, responder, runtime, authorization, message, routing
+            )
+            if refusal is None:
+                await _plain(send, 202, b"", allowed)
+            else:
+                await dispatcher.refuse_session(refusal, request_id, responder)
+            return
+        opening = None
+        if message.method == "initialize" and session_id is None:
+            opening = era.new_session_id()
+        request.start_soon(_cancel_on_disconnect, receive, request.cancel_scope, responder)
+        await dispatcher.serve_session(
+            message,
+            session_id,
+            responder,
+            runtime,
+            authorization,
+            new_session=opening,
+            headers=routing,
+        )
+        request.cancel_scope.cancel()  # answered: the watcher's work is done
+
+    async def _session_exchange(
+        self,
+        method: str,
+        mcp_headers: dict[str, list[bytes]],
+        receive: Receive,
+        send: Send,
+        allowed: list[tuple[bytes, bytes]],
+        authorization: Authorization,
+    ) -> None:
+        """An older-era session's GET stream (until the session ends, the client goes or
+        the run drains) or its ``DELETE``."""
+        try:
+            session_id = _one(mcp_headers, era.SESSION_HEADER)
+        except McpError as error:
+            await self._refuse(send, error, allowed)
+            return
+        async with trio.open_nursery() as request:
+            responder = HttpResponder(send, request.cancel_scope, self.write_timeout, allowed)
+            if method == "GET":
+                request.start_soon(_cancel_on_disconnect, receive, request.cancel_scope, responder)
+            routing = RoutingHeaders.grouped(mcp_headers)
+            refusal = await self.dispatcher.session_exchange(
+                method, session_id, responder, self._runtime, authorization, None, routing
+            )
+            if refusal is not None and not responder.streaming:
+                await self.dispatcher.refuse_session(refusal, None, responder)
+            elif responder.streaming:
+                await responder.end_stream()
+            else:
+                await _plain(send, 200, b"", allowed)
+            request.cancel_scope.cancel()
 
     async def _read_body(self, receive: Receive) -> bytes | RequestTooLarge | None:
         """The whole body, the refusal to answer when it is too large, or None when the
@@ -334,6 +469,12 @@ async def _cancel_on_disconnect(
         pass
     if not responder.finishing:  # still the client's
         request.cancel()
+
+
+def _one(mcp_headers: dict[str, list[bytes]], name: str) -> str | None:
+    """The value of the single-valued MCP header ``name`` (``HeaderMismatch`` if repeated
+    or not visible ASCII)."""
+    return RoutingHeaders.grouped(mcp_headers).get(name)
 
 
 def _own_path(scope: Scope) -> str:
@@ -427,6 +568,16 @@ class HttpResponder:
             await self._start_stream()
         message = {"type": "http.response.body", "body": sse.event(data), "more_body": True}
         await self._write(message)
+
+    @property
+    def streaming(self) -> bool:
+        """Whether the response has started as an SSE stream."""
+        return self._streaming
+
+    async def end_stream(self) -> None:
+        """End a stream that has no final message (an older-era session's GET stream)."""
+        self.finishing = True
+        await self._write({"type": "http.response.body", "body": b""})
 
     async def keepalive(self) -> None:
         if not self._streaming:

@@ -21,8 +21,16 @@ import trio
 from .._kernel.dispatcher import Dispatcher
 from .._kernel.runtime import Runtime
 from .._kernel.tracing import PIPE
-from .._protocol.jsonrpc import EnvelopeError, Notification, Request, RequestId, parse_message
-from ..errors import RequestTooLarge
+from .._protocol.era import Era, classify_message, new_session_id
+from .._protocol.jsonrpc import (
+    EnvelopeError,
+    Notification,
+    Request,
+    RequestId,
+    Response,
+    parse_any,
+)
+from ..errors import InvalidRequest, RequestTooLarge
 
 logger = logging.getLogger("presa_trio.stdio")
 
@@ -134,7 +142,8 @@ def _queued(lines: trio.MemoryReceiveChannel[bytes], room: int) -> list[bytes]:
 
 @final
 class _Session:
-    """The requests in flight on one stdio connection (not a protocol session: no state)."""
+    """The requests in flight on one stdio connection, and the older era's session when a
+    client opened one with ``initialize`` (the process is then that session)."""
 
     def __init__(
         self, dispatcher: Dispatcher, runtime: Runtime, out: trio.MemorySendChannel[bytes]
@@ -145,25 +154,61 @@ class _Session:
         self.inflight: dict[RequestId, trio.CancelScope] = {}
         self.idle = trio.Event()
         self.idle.set()
+        #: The older-era session this connection opened (None: none, or not yet).
+        self.session_id: str | None = None
 
-    def start(self, nursery: trio.Nursery, request: Request) -> None:
+    def start(self, nursery: trio.Nursery, request: Request, legacy: bool = False) -> None:
         """Register the request as in flight now, then run it as its own task."""
         scope = trio.CancelScope()
         if not self.inflight:
             self.idle = trio.Event()
         self.inflight[request.id] = scope
-        nursery.start_soon(self._serve, request, scope)
+        nursery.start_soon(self._serve, request, scope, legacy, nursery)
 
-    async def _serve(self, request: Request, scope: trio.CancelScope) -> None:
+    async def _serve(
+        self, request: Request, scope: trio.CancelScope, legacy: bool, nursery: trio.Nursery
+    ) -> None:
         try:
             with scope:
                 responder = StdioResponder(self.out)
-                await self.dispatcher.serve(request, None, responder, self.runtime, connection=PIPE)
+                if not legacy:
+                    await self.dispatcher.serve(
+                        request, None, responder, self.runtime, connection=PIPE
+                    )
+                elif request.method == "initialize" and self.session_id is None:
+                    opening = new_session_id()
+                    opened = await self.dispatcher.serve_session(
+                        request, None, responder, self.runtime, new_session=opening
+                    )
+                    if opened and self.session_id is None:
+                        self.session_id = opening
+                        nursery.start_soon(self._changes, opening)
+                else:
+                    await self.dispatcher.serve_session(
+                        request, self.session_id, responder, self.runtime
+                    )
         finally:
             if self.inflight.get(request.id) is scope:
                 del self.inflight[request.id]
             if not self.inflight:
                 self.idle.set()
+
+    async def _changes(self, session_id: str) -> None:
+        """The session's change notifications (list changes, subscribed resources) on
+        stdout, as an HTTP client gets them on its GET stream, until the connection ends."""
+        refusal = await self.dispatcher.session_exchange(
+            "GET", session_id, StdioResponder(self.out), self.runtime, None
+        )
+        if refusal is not None:
+            logger.warning("the session's change notifications stopped: %s", refusal.message)
+
+    async def _exchange(self, message: Notification | Response) -> None:
+        """A client's notification or answer on the older era's session."""
+        refusal = await self.dispatcher.session_exchange(
+            "POST", self.session_id, StdioResponder(self.out), self.runtime, None, message
+        )
+        if refusal is not None:
+            logger.info("a %s was not taken: %s", type(message).__name__.lower(), refusal.message)
 
     def cancel(self, notification: Notification) -> None:
         params = notification.params
@@ -180,14 +225,27 @@ class _Session:
         if line is None:
             return EnvelopeError(RequestTooLarge("Message exceeds the line limit"))
         try:
-            message = parse_message(line)
+            message = parse_any(line)
         except EnvelopeError as exc:
             return exc
-        if isinstance(message, Notification):
+        legacy = False
+        if self.dispatcher.legacy is not None:
+            method = None if isinstance(message, Response) else message.method
+            legacy = classify_message(method, message, self.session_id is not None) is Era.LEGACY
+        if isinstance(message, Response):
+            if not legacy:
+                return EnvelopeError(
+                    InvalidRequest("Invalid request: clients must not send responses"),
+                    message.id,
+                )
+            requests.start_soon(self._exchange, message)
+        elif isinstance(message, Notification):
             if message.method == "notifications/cancelled":
                 self.cancel(message)
+            elif legacy and message.method != "notifications/initialized":
+                requests.start_soon(self._exchange, message)
         else:
-            self.start(requests, message)
+            self.start(requests, message, legacy)
         return None
 
     async def refuse(self, refusal: EnvelopeError) -> None:

@@ -14,8 +14,8 @@ from presa_trio.testing import Client
 APP_ORIGIN = "https://app.example.com"
 
 
-def app_with(cors: bool) -> Any:
-    server = Server("browser")
+def app_with(cors: bool, legacy: bool = True) -> Any:
+    server = Server("browser", legacy=legacy)
     policy = HostPolicy(allowed_origins=frozenset({APP_ORIGIN}))
     return server.asgi_app(cors=cors, host_policy=policy)
 
@@ -40,11 +40,21 @@ async def test_a_preflight_from_an_allowed_origin_is_answered() -> None:
         status, headers = await preflight(app, APP_ORIGIN)
     assert status == 204
     assert headers[b"access-control-allow-origin"] == APP_ORIGIN.encode()
-    assert headers[b"access-control-allow-methods"] == b"POST"
+    assert headers[b"access-control-allow-methods"] == b"POST, GET, DELETE"
     assert headers[b"access-control-allow-headers"] == (
         b"content-type, mcp-protocol-version, mcp-method, mcp-param-region"
     )
     assert headers[b"vary"] == b"origin"
+    assert headers[b"access-control-expose-headers"] == b"mcp-session-id"
+
+
+async def test_a_modern_only_endpoint_allows_post_alone_and_exposes_no_session() -> None:
+    app = app_with(cors=True, legacy=False)
+    async with app.lifespan():
+        status, headers = await preflight(app, APP_ORIGIN)
+    assert status == 204
+    assert headers[b"access-control-allow-methods"] == b"POST"
+    assert b"access-control-expose-headers" not in headers
 
 
 async def test_a_preflight_from_another_origin_is_refused() -> None:

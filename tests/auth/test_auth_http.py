@@ -302,7 +302,7 @@ async def test_cors_exposes_the_challenge_and_serves_the_document_to_browsers() 
         answered = await raw(app, preflight, readable=False, method="OPTIONS", path=path)
     assert refused.status == 401
     assert refused.headers["access-control-allow-origin"] == APP_ORIGIN
-    assert refused.headers["access-control-expose-headers"] == "www-authenticate"
+    assert refused.headers["access-control-expose-headers"] == "mcp-session-id, www-authenticate"
     assert document.status == 200
     assert document.headers["access-control-allow-origin"] == APP_ORIGIN
     assert answered.status == 204

@@ -184,9 +184,7 @@ async def test_a_worker_refuses_a_file_recreated_at_its_path_until_it_restarts(
         await a.create_task("asker")
         remove_database(path)
         assert await create_some(a, 1) == ([], 1)
-        async with open_client(
-            server.asgi_app(backend=store_url(path)), capabilities=TASKS
-        ) as new:
+        async with open_client(server.asgi_app(backend=store_url(path)), capabilities=TASKS) as new:
             made, refused = await create_some(new, 5)
             assert (len(made), refused) == (5, 0)
             assert await create_some(a, 5) == ([], 5)

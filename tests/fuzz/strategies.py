@@ -637,6 +637,14 @@ def _check_answer(case: Case, answer: Answer, client: Client) -> list[str]:
         problems.append(f"an invalid envelope must get -32600, got {codes}")
     elif env.kind == "notification":
         problems.append(f"a notification must get 202, got {status}")
+    elif (
+        env.kind == "request"
+        and env.method != "initialize"
+        and _legacy_version_header(case.headers)
+    ):
+        # An older version's header without a session: the initialize era, which needs one.
+        if (status, codes) != (400, {-32600}):
+            problems.append(f"an older-era request with no session got {status} {codes}")
     elif env.kind == "request" and not codes <= (REQUEST_CODES | {None}):
         problems.append(f"a well-formed request got codes {codes}")
     if env.kind != "parse_error" and -32700 in codes and status not in (403, 413, 408):
@@ -655,6 +663,7 @@ def _check_answer(case: Case, answer: Answer, client: Client) -> list[str]:
         and env.method != "initialize"
         and status not in (403, 413, 408)
         and _version_header_defective(case.headers)
+        and not _legacy_version_header(case.headers)
         and codes != {-32020}
     ):
         problems.append(f"a missing/repeated/non-ASCII version header must be -32020: {codes}")
@@ -667,6 +676,12 @@ def _check_answer(case: Case, answer: Answer, client: Client) -> list[str]:
             )
 
     return problems
+
+
+def _legacy_version_header(headers: Sequence[tuple[bytes, bytes]]) -> bool:
+    """Whether the one version header names an older (``initialize`` era) revision."""
+    values = [v for k, v in headers if k.lower() == b"mcp-protocol-version"]
+    return len(values) == 1 and values[0].strip() in (b"2025-06-18", b"2025-11-25")
 
 
 def _version_header_defective(headers: Sequence[tuple[bytes, bytes]]) -> bool:

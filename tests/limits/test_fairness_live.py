@@ -92,9 +92,7 @@ async def test_one_principal_at_its_share_leaves_streams_to_another(port: int) -
                 await trio.sleep(0.05)
 
 
-async def listen_once(
-    port: int, token: str, request_id: int
-) -> tuple[int, dict[str, Any]] | None:
+async def listen_once(port: int, token: str, request_id: int) -> tuple[int, dict[str, Any]] | None:
     """None when a listen stream opens (its acknowledgement read, then closed), else the
     refusal's HTTP status and its error without the message."""
     async with open_exchange(port, *listen_request(token, request_id)) as connection:

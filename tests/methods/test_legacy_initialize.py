@@ -1,10 +1,11 @@
-"""Legacy ``initialize``: a client of an older protocol version learns the versions this server
-supports (over HTTP and over stdio); in the new dialect ``initialize`` is an unknown method."""
+"""``Server(legacy=False)``: a client of an older protocol version learns the versions this
+server supports (over HTTP and over stdio); in the new dialect ``initialize`` is an unknown
+method. (A server that serves the older era opens a session instead: tests/sessions.)"""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import pytest
@@ -15,7 +16,7 @@ from support.asgi_scope import headers
 
 from fixtures.conformance import build_server
 from presa_trio import serve_stdio
-from presa_trio.testing import Client, drive
+from presa_trio.testing import Client, drive, open_client
 
 V = "2026-07-28"
 META = {
@@ -28,6 +29,12 @@ LEGACY_PARAMS = {
     "clientInfo": {"name": "old-client", "version": "1.0"},
 }
 PLAIN = [("content-type", "application/json"), ("accept", "application/json, text/event-stream")]
+
+
+@pytest.fixture
+async def modern_only() -> AsyncIterator[Client]:
+    async with open_client(build_server(legacy=False)) as client:
+        yield client
 
 
 def legacy_initialize(params: Mapping[str, Any] | None) -> str:
@@ -55,18 +62,19 @@ def legacy_initialize(params: Mapping[str, Any] | None) -> str:
     ids=["no-header", "header", "header-no-params", "old", "both", "nothing", "no-version"],
 )
 async def test_legacy_initialize_learns_the_supported_versions(
-    client: Client,
+    modern_only: Client,
     params: Mapping[str, Any] | None,
     extra_headers: list[tuple[str, str]],
     requested: str,
 ) -> None:
-    result = await drive(client.app, legacy_initialize(params), PLAIN + extra_headers)
+    app = modern_only.app
+    result = await drive(app, legacy_initialize(params), PLAIN + extra_headers)
     assert result.status == 400, result.body
     error = only_error(result)
     assert result.messages[0]["id"] == 1
     assert error["code"] == -32022
     assert error["data"] == {"supported": [V], "requested": requested}
-    await still_serving(client.app)
+    await still_serving(app)
 
 
 async def test_initialize_in_the_new_dialect_is_an_unknown_method(client: Client) -> None:
@@ -85,7 +93,7 @@ async def test_legacy_initialize_over_stdio() -> None:
     server_out, from_server = trio.testing.memory_stream_one_way_pair()
 
     async def run() -> None:
-        await serve_stdio(build_server(), stdin=server_in, stdout=server_out)
+        await serve_stdio(build_server(legacy=False), stdin=server_in, stdout=server_out)
         await server_out.aclose()
 
     async def line() -> dict[str, Any]:

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from fixtures.conformance import build_server
 from presa_trio import Context, Server, Validation
 from presa_trio.testing import Client, open_client
 
@@ -15,7 +16,12 @@ def log_meta(level: str | None) -> dict[str, Any]:
     return {} if level is None else {"io.modelcontextprotocol/logLevel": level}
 
 
-async def test_a_server_without_logging_sends_no_log_notifications(client: Client) -> None:
+async def test_a_server_without_logging_sends_no_log_notifications() -> None:
+    async with open_client(build_server(logging=False)) as client:
+        await _no_logs(client)
+
+
+async def _no_logs(client: Client) -> None:
     message = client.message(
         "tools/call",
         {"name": "test_logging_tool", "arguments": {}},

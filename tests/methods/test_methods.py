@@ -34,6 +34,7 @@ async def test_discover(client: Client) -> None:
             "resources": {"subscribe": True, "listChanged": True},
             "prompts": {"listChanged": True},
             "completions": {},
+            "logging": {},
             "extensions": {"io.modelcontextprotocol/tasks": {}},
         },
         "instructions": "presa_trio's conformance fixture.",
@@ -147,7 +148,11 @@ async def test_capabilities_are_never_remembered(client: Client) -> None:
 
 async def test_resources(client: Client) -> None:
     listed = await client.request("resources/list")
-    assert [r["uri"] for r in listed["resources"]] == ["test://static-text", "test://static-binary"]
+    assert [r["uri"] for r in listed["resources"]] == [
+        "test://static-text",
+        "test://static-binary",
+        "test://watched-resource",
+    ]
     text = await client.read_resource("test://static-text")
     assert text["contents"] == [
         {

@@ -26,6 +26,8 @@ RINGS = [
     ["presa_trio._kernel"],
     ["presa_trio._transports"],
     ["presa_trio._server", "presa_trio.backends", "presa_trio.extensions"],
+    ["presa_trio._asgi_driver"],
+    ["presa_trio._session_client"],
     ["presa_trio", "presa_trio._cli", "presa_trio.testing", "presa_trio.__main__"],
     ["presa_trio.ext"],
 ]
@@ -36,6 +38,7 @@ PURE = [
     "presa_trio._protocol.tokens",
     "presa_trio._protocol.jsonrpc",
     "presa_trio._protocol.dialect",
+    "presa_trio._protocol.era",
     "presa_trio._protocol.headers",
     "presa_trio._protocol.sse",
     "presa_trio._protocol.schema",

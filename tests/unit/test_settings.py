@@ -156,12 +156,8 @@ def test_the_app_takes_its_deadlines_as_timeouts() -> None:
     assert Server("http").asgi_app().timeouts == Timeouts()
 
 
-@pytest.mark.parametrize(
-    ("old", "field"), [("body_timeout", "body"), ("write_timeout", "write")]
-)
-def test_an_old_timeout_keyword_still_works_and_names_its_replacement(
-    old: str, field: str
-) -> None:
+@pytest.mark.parametrize(("old", "field"), [("body_timeout", "body"), ("write_timeout", "write")])
+def test_an_old_timeout_keyword_still_works_and_names_its_replacement(old: str, field: str) -> None:
     server = Server("old")
     replacement = f"use asgi_app(timeouts=presa_trio.Timeouts({field}=...))"
     with pytest.warns(DeprecationWarning, match=re.escape(replacement)) as caught:

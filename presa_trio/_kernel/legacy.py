@@ -1,0 +1,652 @@
+"""The older era's requests (``initialize`` sessions, 2025-06-18 and 2025-11-25), served by
+the same handlers as 2026-07-28 ones.
+
+A session's request is admitted against its session (found in the run's store, bound to its
+principal) and against its version's schema, then runs the route the 2026-07-28 dialect
+would, with a ``RequestMeta`` made from the session. Its result is written down to that
+version (``era.project_result``). What only the older era has lives here too: ``initialize``,
+``ping``, ``logging/setLevel``, ``resources/subscribe``/``unsubscribe``, the client's
+notifications and answers, the GET stream and ``DELETE``. A tool's ``ctx.input`` on a session
+is a request pushed to the client on the POST's stream; its answer may reach any worker.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from functools import partial
+from typing import Any, final
+
+import trio
+
+from .._backends.protocol import Backend
+from .._boundary import error_boundary
+from .._protocol import dialect, era
+from .._protocol.headers import RoutingHeaders
+from .._protocol.input_requests import RESPONSE_DEFINITIONS
+from .._protocol.jsonrpc import Notification, Request, Response, encode, notification_message
+from .._protocol.schema import Schemas, load_document
+from ..errors import (
+    InternalError,
+    InvalidParams,
+    InvalidRequest,
+    McpError,
+    MethodNotFound,
+    MissingCapability,
+    SessionConflict,
+    SessionNotFound,
+)
+from .authorization import Authorization
+from .bus import BusEvent
+from .context import Context, InputRequests, Responder, ServerView
+from .routes import Route
+from .runtime import Runtime
+from .session_signals import SessionSignals
+from .sessions import (
+    MemorySessionStore,
+    SessionLimits,
+    SessionRecord,
+    SessionStore,
+    now_ms,
+    renewed,
+)
+from .settings import Served, Sessions
+
+logger = logging.getLogger("presa_trio")
+
+KEEPALIVE_SECONDS = 15.0
+#: A GET stream's claim on its session lasts this long past its last keepalive: a worker
+#: that died holding one blocks a new GET for at most this long.
+STREAM_CLAIM_SECONDS = 3 * KEEPALIVE_SECONDS
+SESSION_CHANGES = "sessionChanges"  # the bus key a session's GET stream watches
+SWEEP_SECONDS = 60.0
+
+#: Methods only the older era has, answered here rather than by a route.
+_OWN = frozenset({"ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"})
+#: Routes that belong to the 2026-07-28 dialect alone.
+_MODERN_ONLY = frozenset({"server/discover", "subscriptions/listen"})
+
+
+@final
+@dataclass(slots=True)
+class RunSessions:
+    """One run's sessions: where they are kept, what is live of them here, the settings."""
+
+    store: SessionStore
+    signals: SessionSignals
+    settings: Sessions
+
+    @property
+    def limits(self) -> SessionLimits:
+        return SessionLimits(self.settings.max_sessions, self.settings.max_sessions_per_principal)
+
+    async def sweep(self) -> None:
+        """Delete expired sessions now and then, for the whole run; each sweep behind an
+        error boundary (a failing store is tried again at the next)."""
+        while True:
+            await trio.sleep(SWEEP_SECONDS)
+            with error_boundary("sweeping expired sessions", logger):
+                try:
+                    await self.store.delete_expired(now_ms())
+                except McpError as exc:  # a store that is down says so once, retryable
+                    logger.warning("expired sessions were not swept: %s", exc.message)
+
+
+def session_store_for(backend: Backend) -> SessionStore:
+    """The session store of a run on ``backend``: its database when it has one (loaded only
+    then: a one-process server never imports the SQL backends)."""
+    if backend.shared:
+        from .sql_sessions import session_store_on
+
+        found = session_store_on(backend)
+        if found is not None:
+            return found
+    return MemorySessionStore()
+
+
+def session_changed(session_id: str) -> BusEvent:
+    """What tells a session's GET stream, wherever it is held, to read its session again."""
+    return BusEvent("presa/session", {}, SESSION_CHANGES, session_id)
+
+
+@final
+class LegacyEra:
+    """How one server serves the older era (built with its dispatcher)."""
+
+    def __init__(self, served: Served, view: ServerView) -> None:
+        self._served = served
+        self._view = view
+        self._schemas: dict[str, Schemas] = {}
+        self._defs: dict[str, dict[str, str]] = {}
+        self._views: dict[str, ServerView] = {}  # a version's: its schema checks notifications
+
+    def schemas(self, version: str) -> Schemas:
+        """The vendored schema of ``version`` (loaded on first use)."""
+        found = self._schemas.get(version)
+        if found is None:
+            found = self._schemas[version] = Schemas(load_document(version))
+            self._defs[version] = found.request_definitions()
+            notifications = found.notification_definitions()
+            send = partial(self._send, found, notifications)
+            self._views[version] = replace(self._view, schemas=found, send=send)
+        return found
+
+    async def _send(
+        self,
+        schemas: Schemas,
+        definitions: Mapping[str, str],
+        responder: Responder,
+        message: dict[str, Any],
+    ) -> None:
+        """How a session's notifications reach its responder: checked against its version's
+        schema (when outbound validation is on) and encoded."""
+        if self._served.settings.validation.outbound:
+            definition = definitions.get(message["method"], "JSONRPCNotification")
+            violations = schemas.violations(definition, message)
+            if violations:
+                raise InternalError(f"Server built an invalid notification: {violations[0]}")
+        try:
+            data = encode(message)
+        except (ValueError, UnicodeEncodeError):
+            raise InternalError("Server built a notification that is not JSON") from None
+        await responder.notify(data)
+
+    def _request_def(self, version: str, method: str) -> str | None:
+        self.schemas(version)
+        return self._defs[version].get(method)
+
+    def _context(
+        self,
+        request_id: Any,
+        method: str,
+        params: Mapping[str, Any],
+        meta: dialect.RequestMeta,
+        runtime: Runtime,
+        responder: Responder | None,
+        authorization: Authorization | None,
+        headers: RoutingHeaders | None,
+    ) -> Context:
+        self.schemas(meta.protocol_version)
+        return Context(
+            request_id,
+            method,
+            params,
+            meta,
+            runtime=runtime,
+            server=self._views[meta.protocol_version],
+            responder=responder,
+            headers=headers,
+            authorization=authorization,
+        )
+
+    def _sessions(self, runtime: Runtime) -> RunSessions:
+        sessions: RunSessions | None = runtime.sessions
+        if sessions is None:
+            raise MethodNotFound("Method not found: initialize (this server serves 2026-07-28)")
+        return sessions
+
+    # ------------------------------------------------------------------ opening
+
+    async def initialize(
+        self,
+        request: Request,
+        runtime: Runtime,
+        authorization: Authorization | None,
+        session_id: str,
+        headers: RoutingHeaders | None = None,
+    ) -> dict[str, Any]:
+        """Open session ``session_id`` for this client; the ``InitializeResult``."""
+        sessions = self._sessions(runtime)
+        params = request.params if isinstance(request.params, dict) else None
+        if params is None:
+            raise InvalidParams("Invalid params: initialize needs params")
+        version = era.negotiate(params.get("protocolVersion"))
+        violations = self.schemas(version).violations(
+            "InitializeRequest",
+            {"jsonrpc": "2.0", "id": request.id, "method": "initialize", "params": params},
+        )
+        if violations and self._served.settings.validation.inbound:
+            first = violations[0]
+            raise InvalidParams(f"Invalid params: {first.pointer or '/'}: {first.message}")
+        capabilities = params.get("capabilities")
+        info = params.get("clientInfo")
+        meta = era.legacy_meta(
+            version,
+            capabilities if isinstance(capabilities, dict) else {},
+            info if isinstance(info, dict) else None,
+            None,
+            None,
+        )
+        ctx = self._context(
+            request.id, "initialize", params, meta, runtime, None, authorization, headers
+        )
+        now = now_ms()
+        record = SessionRecord(
+            session_id=session_id,
+            principal=ctx.principal,
+            version=version,
+            capabilities=meta.client_capabilities,
+            client_info=meta.client_info,
+            expires_ms=now + int(sessions.settings.idle_ttl * 1000),
+        )
+        await sessions.store.create(record, sessions.limits)
+        settings = self._served.settings
+        caps = era.server_capabilities(self._served.capabilities(), logging=settings.logging)
+        return era.initialize_result(version, caps, settings.server_info, settings.instructions)
+
+    # ------------------------------------------------------------------ finding
+
+    async def find(
+        self,
+        session_id: str | None,
+        runtime: Runtime,
+        authorization: Authorization | None,
+        request_id: Any = None,
+        method: str = "",
+        params: Mapping[str, Any] | None = None,
+        responder: Responder | None = None,
+        headers: RoutingHeaders | None = None,
+    ) -> tuple[SessionRecord, Context]:
+        """The live session ``session_id`` of this request's principal, and the request's
+        context on it; ``SessionNotFound`` (404) for any other, and 400 without an id."""
+        sessions = self._sessions(runtime)
+        if session_id is None:
+            raise InvalidRequest("Bad Request: Mcp-Session-Id header is required")
+        if not era.valid_session_id(session_id):
+            raise SessionNotFound()
+        record = await sessions.store.get(session_id)
+        if record is None:
+            raise SessionNotFound()
+        meta = era.legacy_meta(
+            record.version,
+            record.capabilities,
+            record.client_info,
+            record.log_level or dialect.LOG_LEVELS[0],
+            params,
+        )
+        ctx = self._context(
+            request_id, method, params or {}, meta, runtime, responder, authorization, headers
+        )
+        if ctx.principal != record.principal:  # indistinguishable from an unknown session
+            raise SessionNotFound()
+        now = now_ms()
+        fresh = renewed(record, int(sessions.settings.idle_ttl * 1000), now)
+        if fresh is not None:
+            ttl = int(sessions.settings.idle_ttl * 1000)
+            changed = await sessions.store.change(
+                session_id, lambda r: replace(r, expires_ms=now + ttl)
+            )
+            record = changed if changed is not None else record
+        ctx.session = record
+        return record, ctx
+
+    # ------------------------------------------------------------------ requests
+
+    async def run(
+        self,
+        request: Request,
+        session_id: str | None,
+        routes: Mapping[str, Route],
+        responder: Responder,
+        runtime: Runtime,
+        authorization: Authorization | None,
+        headers: RoutingHeaders | None = None,
+    ) -> dict[str, Any]:
+        """Serve one request of a session; its result, written for the session's version."""
+        params = request.params if request.params is not None else {}
+        if not isinstance(params, dict):
+            raise InvalidParams("Invalid params: params must be an object")
+        record, ctx = await self.find(
+            session_id,
+            runtime,
+            authorization,
+            request.id,
+            request.method,
+            params,
+            responder,
+            headers,
+        )
+        if request.method == "initialize":
+            raise InvalidRequest("Invalid request: this session is already initialized")
+        schemas = self.schemas(record.version)
+        definition = self._request_def(record.version, request.method)
+        route = routes.get(request.method)
+        own = request.method in _OWN
+        if definition is None or not (own or (route is not None and route.available())):
+            raise MethodNotFound(f"Method not found: {request.method}")
+        if request.method in _MODERN_ONLY:
+            raise MethodNotFound(f"Method not found: {request.method}")
+        if self._served.settings.validation.inbound:
+            message: dict[str, Any] = {"jsonrpc": "2.0", "id": request.id}
+            message["method"], message["params"] = request.method, params
+            violations = schemas.violations(definition, message)
+            if violations:
+                first = violations[0]
+                raise InvalidParams(
+                    f"Invalid params: {first.pointer or '/'}: {first.message}",
+                    {"pointer": first.pointer},
+                )
+        if own:
+            return await self._own(request.method, params, record, runtime)
+        assert route is not None
+        if route.requires is not None and not dialect.declares(record.capabilities, route.requires):
+            raise MissingCapability("Missing required client capability", dict(route.requires))
+        sessions = self._sessions(runtime)
+        ctx.ask_with(_Pushes(self, record, responder, sessions))
+        with (
+            sessions.signals.running(record.session_id, request.id) as scope,
+            runtime.backend.attention(),
+        ):
+            result = await route.handler(ctx, params)
+        if scope.cancelled_caught:
+            raise RequestCancelled()
+        if request.method == "tools/list":
+            self._expressible_tools(result, schemas, record.version)
+        result = era.project_result(result)
+        if self._served.settings.validation.outbound and route.result_def is not None:
+            definition = route.result_def
+            if definition in schemas.definitions:
+                violations = schemas.violations(definition, result)
+                if violations:
+                    logger.error("invalid %s result dropped: %s", route.name, violations)
+                    raise InternalError("Server produced an invalid result")
+        return result
+
+    def _expressible_tools(self, result: dict[str, Any], schemas: Schemas, version: str) -> None:
+        """Leave out of a ``tools/list`` the tools this version's ``Tool`` cannot describe."""
+        tools = result.get("tools")
+        if not isinstance(tools, list):
+            return
+        kept = []
+        for tool in tools:
+            violations = schemas.violations("Tool", tool)
+            if violations:
+                logger.info(
+                    "tool %r left out of a %s tools/list: %s", tool.get("name"), version,
+                    violations[0],
+                )  # fmt: skip
+            else:
+                kept.append(tool)
+        result["tools"] = kept
+
+    async def _own(
+        self, method: str, params: dict[str, Any], record: SessionRecord, runtime: Runtime
+    ) -> dict[str, Any]:
+        """The methods only the older era has."""
+        sessions = self._sessions(runtime)
+        if method == "ping":
+            await trio.lowlevel.checkpoint()
+            return {}
+        if method == "logging/setLevel":
+            level = params["level"]
+            await sessions.store.change(record.session_id, lambda r: replace(r, log_level=level))
+            return {}
+        uri = params["uri"]
+        if method == "resources/subscribe":
+            if "resources" not in self._served.capabilities():
+                raise MethodNotFound("Method not found: resources/subscribe")
+
+            def subscribe(r: SessionRecord) -> SessionRecord:
+                return replace(r, subscriptions=r.subscriptions | {uri})
+
+            await sessions.store.change(record.session_id, subscribe)
+        else:
+
+            def unsubscribe(r: SessionRecord) -> SessionRecord:
+                return replace(r, subscriptions=r.subscriptions - {uri})
+
+            await sessions.store.change(record.session_id, unsubscribe)
+        runtime.publish(session_changed(record.session_id))
+        return {}
+
+    # ------------------------------------------------------------------ the client's messages
+
+    async def notification(
+        self,
+        notification: Notification,
+        session_id: str | None,
+        runtime: Runtime,
+        authorization: Authorization | None,
+        headers: RoutingHeaders | None = None,
+    ) -> None:
+        """Act on a session's notification: ``notifications/cancelled`` cancels the request
+        it names on whichever worker runs it; the others need nothing."""
+        record, _ = await self.find(session_id, runtime, authorization, headers=headers)
+        if notification.method == "notifications/cancelled":
+            params = notification.params
+            request_id = params.get("requestId") if isinstance(params, dict) else None
+            if isinstance(request_id, int | str):
+                await self._sessions(runtime).signals.cancel(record.session_id, request_id)
+
+    async def answer(
+        self,
+        response: Response,
+        session_id: str | None,
+        runtime: Runtime,
+        authorization: Authorization | None,
+        headers: RoutingHeaders | None = None,
+    ) -> None:
+        """Hand the client's answer to the pushed request it answers, wherever it waits."""
+        record, _ = await self.find(session_id, runtime, authorization, headers=headers)
+        await self._sessions(runtime).signals.answer(record.session_id, response)
+
+    # ------------------------------------------------------------------ GET and DELETE
+
+    async def end(
+        self,
+        session_id: str | None,
+        runtime: Runtime,
+        authorization: Authorization | None,
+        headers: RoutingHeaders | None = None,
+    ) -> None:
+        """``DELETE``: end the session on every worker (its GET stream closes)."""
+        record, _ = await self.find(session_id, runtime, authorization, headers=headers)
+        if not await self._sessions(runtime).store.delete(record.session_id):
+            raise SessionNotFound()
+        runtime.publish(session_changed(record.session_id))
+
+    async def stream(
+        self,
+        session_id: str | None,
+        responder: Responder,
+        runtime: Runtime,
+        authorization: Authorization | None,
+        headers: RoutingHeaders | None = None,
+    ) -> None:
+        """The session's GET stream: list changes and updates of subscribed resources, from
+        any worker, with a keepalive after each quiet spell, until the session ends, the
+        client goes or the run drains. One per session (409 for a second)."""
+        record, ctx = await self.find(
+            session_id, runtime, authorization, responder=responder, headers=headers
+        )
+        sessions = self._sessions(runtime)
+        holder = f"{runtime.backend.worker_id}:{time.monotonic_ns()}"
+        if not await self._claim(sessions, record.session_id, holder):
+            raise SessionConflict("Conflict: this session already has a GET stream")
+        try:
+            await responder.keepalive()  # the response starts now: the client is listening
+            with runtime.backend.attention():
+                await self._relay(record, ctx, runtime, sessions, holder)
+        finally:
+            with trio.CancelScope(shield=True) as release:
+                release.deadline = trio.current_time() + 5.0
+
+                def let_go(r: SessionRecord) -> SessionRecord:
+                    return replace(r, stream_holder=None) if r.stream_holder == holder else r
+
+                with contextlib.suppress(McpError):  # if not, the claim lapses by itself
+                    await sessions.store.change(record.session_id, let_go)
+
+    async def _claim(self, sessions: RunSessions, session_id: str, holder: str) -> bool:
+        now = now_ms()
+        until = now + int(STREAM_CLAIM_SECONDS * 1000)
+        claimed = False
+
+        def claim(r: SessionRecord) -> SessionRecord:
+            nonlocal claimed
+            if r.stream_held(now) and r.stream_holder != holder:
+                return r
+            claimed = True
+            return replace(r, stream_holder=holder, stream_until_ms=until)
+
+        found = await sessions.store.change(session_id, claim)
+        if found is None:
+            raise SessionNotFound()
+        return claimed
+
+    async def _relay(
+        self,
+        record: SessionRecord,
+        ctx: Context,
+        runtime: Runtime,
+        sessions: RunSessions,
+        holder: str,
+    ) -> None:
+        caps = self._served.capabilities()
+        while True:
+            agreed: dict[str, Any] = {SESSION_CHANGES: [record.session_id]}
+            for flag, kind in (
+                ("toolsListChanged", "tools"),
+                ("promptsListChanged", "prompts"),
+                ("resourcesListChanged", "resources"),
+            ):
+                if kind in caps:
+                    agreed[flag] = True
+            if record.subscriptions:
+                agreed["resourceSubscriptions"] = sorted(record.subscriptions)
+            async with runtime.bus.listen(
+                f"GET {record.session_id}", agreed, ctx.principal
+            ) as listener:
+                changed = await self._pass_on(listener, ctx, sessions, record, holder)
+            if not changed:
+                return
+            found = await sessions.store.get(record.session_id)
+            if found is None or found.stream_holder != holder:
+                return  # ended (DELETE, expiry), or its claim lapsed and another holds it
+            record = found
+
+    async def _pass_on(
+        self,
+        listener: Any,
+        ctx: Context,
+        sessions: RunSessions,
+        record: SessionRecord,
+        holder: str,
+    ) -> bool:
+        """Relay events until the session changes (True) or the bus ends the stream."""
+        try:
+            while True:
+                with trio.move_on_after(KEEPALIVE_SECONDS) as quiet:
+                    event = await listener.receive()
+                if quiet.cancelled_caught:
+                    await ctx.keepalive()
+                    if not await self._renew_claim(sessions, record.session_id, holder):
+                        return False
+                    continue
+                if event.key == SESSION_CHANGES:
+                    return True
+                params = dict(event.params)
+                await ctx.notify(notification_message(event.method, params or None))
+        except trio.EndOfChannel:
+            return False
+
+    async def _renew_claim(self, sessions: RunSessions, session_id: str, holder: str) -> bool:
+        until = now_ms() + int(STREAM_CLAIM_SECONDS * 1000)
+        held = False
+
+        def renew(r: SessionRecord) -> SessionRecord:
+            nonlocal held
+            if r.stream_holder != holder:
+                return r
+            held = True
+            return replace(r, stream_until_ms=until)
+
+        return await sessions.store.change(session_id, renew) is not None and held
+
+
+class RequestCancelled(McpError):
+    """The client cancelled its request (``notifications/cancelled``); what it is answered
+    is ignored by the client, and says so."""
+
+    code = -32800
+    http_status = 200
+
+    def __init__(self) -> None:
+        super().__init__("Request cancelled")
+
+
+@final
+class _Pushes:
+    """``ctx.input`` on a session: each input request pushed to the client on the request's
+    stream, and its answer awaited (``push_timeout``), checked like an MRTR answer."""
+
+    def __init__(
+        self, era_: LegacyEra, record: SessionRecord, responder: Responder, sessions: RunSessions
+    ) -> None:
+        self._era = era_
+        self._record = record
+        self._responder = responder
+        self._sessions = sessions
+
+    async def __call__(self, ctx: Context, requests: InputRequests) -> dict[str, Any]:
+        answers: dict[str, Any] = {}
+        for key, request in requests.items():
+            answers[key] = await self._ask(key, request)
+        return answers
+
+    async def _ask(self, key: str, request: Mapping[str, Any]) -> Any:
+        record = self._record
+        schemas = self._era.schemas(record.version)
+        method = str(request.get("method"))
+        message = {
+            "jsonrpc": "2.0",
+            "id": "",
+            "method": method,
+            "params": dict(request.get("params") or {}),
+        }
+        definition = _PUSH_DEFINITIONS.get(method)
+        if definition is None or definition not in schemas.definitions:
+            raise InternalError(f"{method} cannot be sent to a {record.version} client")
+        signals, timeout = self._sessions.signals, self._sessions.settings.push_timeout
+        with signals.push(record.session_id) as (push_id, answers):
+            message["id"] = push_id
+            violations = schemas.violations(definition, message)
+            if violations:
+                raise InternalError(
+                    f"This {method} cannot be expressed in protocol {record.version}: "
+                    f"{violations[0]}",
+                    {"version": record.version},
+                )
+            await self._responder.notify(encode(message))
+            with trio.move_on_after(timeout) as late:
+                response = await answers.receive()
+            if late.cancelled_caught:
+                cancelled = {"requestId": push_id, "reason": f"not answered within {timeout:g} s"}
+                await self._responder.notify(
+                    encode(notification_message("notifications/cancelled", cancelled))
+                )
+                raise InternalError(f"The client did not answer {method} within {timeout:g} s")
+        if response.error is not None:
+            error = response.error
+            raise InternalError(
+                f"The client answered {method} with an error: {error.get('message')}",
+                {"clientError": error},
+            )
+        answer_def = RESPONSE_DEFINITIONS[method]
+        violations = schemas.violations(answer_def, response.result)
+        if violations:  # the check an MRTR answer gets, named for what was asked
+            raise InvalidParams(
+                f"The client's answer to {method} is not a valid {answer_def}: {violations[0]}"
+            )
+        return response.result
+
+
+_PUSH_DEFINITIONS = {
+    "elicitation/create": "ElicitRequest",
+    "sampling/createMessage": "CreateMessageRequest",
+    "roots/list": "ListRootsRequest",
+}
+assert set(_PUSH_DEFINITIONS) == set(RESPONSE_DEFINITIONS)
