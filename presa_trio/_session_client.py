@@ -127,10 +127,11 @@ class SessionClient:
             self.session_id = exchange.headers["mcp-session-id"]
         buffer = b""
         streaming = exchange.headers.get("content-type", "").startswith("text/event-stream")
+        if not streaming:
+            body = b"".join([chunk async for chunk in exchange.chunks])
+            return json.loads(body), exchange.status
         while True:
-            if not streaming:
-                body = b"".join([chunk async for chunk in exchange.chunks])
-                return json.loads(body), exchange.status
+            await trio.lowlevel.checkpoint()
             while b"\n\n" not in buffer:
                 try:
                     buffer += await exchange.chunks.receive()

@@ -471,14 +471,15 @@ class LegacyEra:
             with runtime.backend.attention():
                 await self._relay(record, ctx, runtime, sessions, holder)
         finally:
-            with trio.CancelScope(shield=True) as release:
+
+            def let_go(r: SessionRecord) -> SessionRecord:
+                return replace(r, stream_holder=None) if r.stream_holder == holder else r
+
+            # The claim is let go even when the stream was cancelled; if the store fails (or
+            # takes 5 s), the claim lapses by itself.
+            with contextlib.suppress(McpError), trio.CancelScope(shield=True) as release:
                 release.deadline = trio.current_time() + 5.0
-
-                def let_go(r: SessionRecord) -> SessionRecord:
-                    return replace(r, stream_holder=None) if r.stream_holder == holder else r
-
-                with contextlib.suppress(McpError):  # if not, the claim lapses by itself
-                    await sessions.store.change(record.session_id, let_go)
+                await sessions.store.change(record.session_id, let_go)
 
     async def _claim(self, sessions: RunSessions, session_id: str, holder: str) -> bool:
         now = now_ms()
@@ -550,7 +551,8 @@ class LegacyEra:
                     return True
                 params = dict(event.params)
                 await ctx.notify(notification_message(event.method, params or None))
-        except trio.EndOfChannel:
+        except trio.EndOfChannel:  # the run drains, or the stream fell behind
+            await trio.lowlevel.checkpoint()
             return False
 
     async def _renew_claim(self, sessions: RunSessions, session_id: str, holder: str) -> bool:
@@ -592,6 +594,7 @@ class _Pushes:
         self._sessions = sessions
 
     async def __call__(self, ctx: Context, requests: InputRequests) -> dict[str, Any]:
+        await trio.lowlevel.checkpoint()
         answers: dict[str, Any] = {}
         for key, request in requests.items():
             answers[key] = await self._ask(key, request)
