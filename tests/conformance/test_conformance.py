@@ -15,7 +15,10 @@ import sys
 from pathlib import Path
 
 import pytest
+import trio
 from support.postgres_cluster import Cluster as Database
+from support.round_robin import balance
+from support.servers import running
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = REPO_ROOT / "scripts" / "conformance"
@@ -29,9 +32,35 @@ def test_conformance_runner_is_clean() -> None:
 
 @pytest.mark.conformance
 def test_conformance_runner_is_clean_with_three_workers_sharing_sqlite(tmp_path: Path) -> None:
-    """The same run against ``hypercorn --workers 3`` with ``PRESA_STORE=sqlite:///...``:
-    every request may land on another worker, and the score must not change."""
-    score("--workers", "3", PRESA_STORE=f"sqlite:///{tmp_path}/conformance.db")
+    """The same runs against ``hypercorn --workers 3`` with ``PRESA_STORE=sqlite:///...``:
+    every request may land on another worker, and the score must not change; the older
+    era's set three times in a row against the same workers (its sessions live on)."""
+    env = {"PRESA_STORE": f"sqlite:///{tmp_path}/conformance.db"}
+    with running("fixtures.conformance:app", args=("--workers", "3"), env=env) as served:
+        url = f"http://127.0.0.1:{served.port}/mcp"
+        score("--url", url)
+        for _ in range(2):
+            score("--url", url, "--revision", "2025-11-25")
+
+
+@pytest.mark.conformance
+async def test_the_initialize_era_is_clean_on_two_instances_sharing_postgresql(
+    postgres: Database,
+) -> None:
+    """Two instances (as on two hosts) sharing one PostgreSQL database behind a round-robin
+    balancer: the 2025-11-25 set clean three runs in a row, each connection going to the
+    next instance (a session opened on one is served by the other)."""
+    env = {"PRESA_STORE": postgres.new_database()}
+    with (
+        running("fixtures.conformance:app", env=env) as one,
+        running("fixtures.conformance:app", env=env) as two,
+    ):
+        async with trio.open_nursery() as nursery:
+            port = await nursery.start(balance, [one.port, two.port])
+            url = f"http://127.0.0.1:{port}/mcp"
+            for _ in range(3):
+                await trio.to_thread.run_sync(score, "--url", url, "--revision", "2025-11-25")
+            nursery.cancel_scope.cancel()
 
 
 @pytest.mark.conformance

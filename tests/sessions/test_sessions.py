@@ -147,9 +147,10 @@ async def test_results_are_written_for_the_older_version(session: SessionClient)
         "whoami",
     ]
     result = await session.call_tool("whoami", {})
-    assert set(result) == {"content", "structuredContent", "isError"} or set(result) == {
-        "content",
-        "structuredContent",
+    pid = result["structuredContent"]["result"]
+    assert result == {
+        "content": [{"type": "text", "text": str(pid)}],
+        "structuredContent": {"result": pid},
     }
     assert await session.request("ping") == {}
     assert await session.request("logging/setLevel", {"level": "error"}) == {}
