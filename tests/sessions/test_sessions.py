@@ -6,6 +6,7 @@ the 2025-06-18 and 2025-11-25 transports say."""
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -461,3 +462,28 @@ async def test_a_modern_client_still_lands_on_2026_07_28(client: Client) -> None
     result = await client.discover()
     assert result["supportedVersions"] == ["2026-07-28"]
     assert client.last is not None
+
+
+async def test_a_tool_the_version_cannot_describe_is_left_out_of_its_list(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="presa_trio")
+    server = build()
+
+    @server.tool(input_schema={"type": "object", "properties": {"x": True}})
+    def loose(x: object = None) -> str:
+        """Takes anything: its property schema is ``true``, which 2020-12 allows."""
+        return "ok"
+
+    async with open_client(server) as modern:
+        assert "loose" in [t["name"] for t in await modern.list_tools()]
+    for version in ("2025-06-18", "2025-11-25"):
+        async with open_session(server, version=version) as old:
+            assert "loose" not in [t["name"] for t in await old.list_tools()]
+            assert (await old.call_tool("loose", {}))["content"] == [{"type": "text", "text": "ok"}]
+    left_out = [r.getMessage() for r in caplog.records if "left out" in r.getMessage()]
+    assert left_out == [
+        f"tool 'loose' left out of a {v} tools/list: "
+        'Tool at /inputSchema/properties/x: true is not of type "object"'
+        for v in ("2025-06-18", "2025-11-25")
+    ]
