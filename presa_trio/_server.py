@@ -91,7 +91,8 @@ def _no_bare(decorator: str, first: object) -> None:
 
 @final
 class Server:
-    """An MCP 2026-07-28 server: declare what it serves, then run it on a transport.
+    """An MCP 2026-07-28 server (and, by default, one for the ``initialize`` era's clients):
+    declare what it serves, then run it on a transport.
 
     >>> server = Server("demo", version="1.0.0")
     >>> @server.tool()
@@ -121,6 +122,11 @@ class Server:
     ``auth`` (a ``presa_trio.auth.BearerAuth``) makes its HTTP apps require a bearer token
     and serve their Protected Resource Metadata; the token's subject is then the default
     principal. stdio ignores it: there, credentials come from the environment.
+    ``legacy`` (on by default) also serves the clients of the ``initialize`` era (revisions
+    2025-06-18 and 2025-11-25) on the same endpoint and over stdio, with the same handlers;
+    their sessions live in ``backend``, so every worker serves them. ``sessions``
+    (``presa_trio.Sessions``) bounds them: how many, how long idle, and the requests a tool's
+    ``ctx.input`` pushes to their clients. ``legacy=False`` serves 2026-07-28 only.
 
     The keyword arguments these groups replaced (``max_threads=``, ``validate_outbound=``,
     ``list_ttl_ms=``, ``state_keys=``...) still work, each with a ``DeprecationWarning``

@@ -85,6 +85,33 @@ def run(*args: str) -> str:
             ),
             r"presa-out-on\s+served.*\nraw\s+served",
         ),
+        # two real workers on SQLite (a few answers across), in process, the reads counted
+        (
+            (
+                "bench/sessions_bench.py",
+                "--parts",
+                "cross,inproc,reads",
+                "--stores",
+                "sqlite",
+                "--runs",
+                "1",
+                "--samples",
+                "5",
+                "--warm",
+                "2",
+                "-n",
+                "20",
+                "--turns",
+                "1",
+                "--reads",
+                "20",
+            ),
+            r"sqlite, answered to B \(across\)\s+p50 \d+\.\d\d(.|\n)*"
+            r"session / 2026-07-28:\s+\d+\.\d{3} (.|\n)*"
+            r"a session's request: \d+\.\d\d",
+        ),
+        # what its instruction counts run under valgrind, here without valgrind
+        (("bench/sessions_bench.py", "--count-one", "modern,legacy", "-n", "20"), r"^$"),
     ],
     ids=[
         "asgi_profile",
@@ -96,6 +123,8 @@ def run(*args: str) -> str:
         "registry_bench",
         "asgi_profile-count-one",
         "http_work-served",
+        "sessions_bench",
+        "sessions_bench-count-one",
     ],
 )
 def test_the_bench_runs_and_prints_its_figures(args: tuple[str, ...], expected: str) -> None:
