@@ -24,11 +24,12 @@ from ._kernel.bus import SubscriptionBus
 from ._kernel.context import Context
 from ._kernel.dispatcher import Dispatcher
 from ._kernel.extension_hooks import Extension, ExtensionContext
-from ._kernel.legacy import RunSessions, session_store_for
+from ._kernel.legacy import session_store_for
 from ._kernel.methods import core_routes
 from ._kernel.registry import Completer, Prompt, Registry, Resource, ResourceTemplate, Tool
 from ._kernel.runtime import Runtime
 from ._kernel.session_signals import SessionSignals
+from ._kernel.sessions import RunSessions
 from ._kernel.settings import (
     DEFAULT_LIMITS,
     DEFAULT_LISTING,

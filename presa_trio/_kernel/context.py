@@ -26,6 +26,7 @@ from .._protocol.tokens import AccessToken
 from ..errors import MissingCapability
 from .authorization import Authorization
 from .runtime import Runtime, ServiceProvider
+from .sessions import SessionRecord
 
 logger = logging.getLogger("presa_trio")
 
@@ -131,7 +132,7 @@ class Context:
         self._extras: dict[str, Any] | None = None
         #: The older-era session this request belongs to (a ``SessionRecord``: its version,
         #: the client's info); None for a 2026-07-28 request.
-        self.session: Any = None
+        self.session: SessionRecord | None = None
 
     @property
     def schemas(self) -> Schemas:

@@ -16,14 +16,13 @@ import contextlib
 import logging
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import partial
 from typing import Any, final
 
 import trio
 
 from .._backends.protocol import Backend
-from .._boundary import error_boundary
 from .._protocol import dialect, era
 from .._protocol.headers import RoutingHeaders
 from .._protocol.input_requests import RESPONSE_DEFINITIONS
@@ -44,16 +43,15 @@ from .bus import BusEvent
 from .context import Context, InputRequests, Responder, ServerView
 from .routes import Route
 from .runtime import Runtime
-from .session_signals import SessionSignals
 from .sessions import (
     MemorySessionStore,
-    SessionLimits,
+    RunSessions,
     SessionRecord,
     SessionStore,
     now_ms,
     renewed,
 )
-from .settings import Served, Sessions
+from .settings import Served
 
 logger = logging.getLogger("presa_trio")
 
@@ -62,37 +60,11 @@ KEEPALIVE_SECONDS = 15.0
 #: that died holding one blocks a new GET for at most this long.
 STREAM_CLAIM_SECONDS = 3 * KEEPALIVE_SECONDS
 SESSION_CHANGES = "sessionChanges"  # the bus key a session's GET stream watches
-SWEEP_SECONDS = 60.0
 
 #: Methods only the older era has, answered here rather than by a route.
 _OWN = frozenset({"ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"})
 #: Routes that belong to the 2026-07-28 dialect alone.
 _MODERN_ONLY = frozenset({"server/discover", "subscriptions/listen"})
-
-
-@final
-@dataclass(slots=True)
-class RunSessions:
-    """One run's sessions: where they are kept, what is live of them here, the settings."""
-
-    store: SessionStore
-    signals: SessionSignals
-    settings: Sessions
-
-    @property
-    def limits(self) -> SessionLimits:
-        return SessionLimits(self.settings.max_sessions, self.settings.max_sessions_per_principal)
-
-    async def sweep(self) -> None:
-        """Delete expired sessions now and then, for the whole run; each sweep behind an
-        error boundary (a failing store is tried again at the next)."""
-        while True:
-            await trio.sleep(SWEEP_SECONDS)
-            with error_boundary("sweeping expired sessions", logger):
-                try:
-                    await self.store.delete_expired(now_ms())
-                except McpError as exc:  # a store that is down says so once, retryable
-                    logger.warning("expired sessions were not swept: %s", exc.message)
 
 
 def session_store_for(backend: Backend) -> SessionStore:
@@ -183,7 +155,7 @@ class LegacyEra:
         )
 
     def _sessions(self, runtime: Runtime) -> RunSessions:
-        sessions: RunSessions | None = runtime.sessions
+        sessions = runtime.sessions
         if sessions is None:
             raise MethodNotFound("Method not found: initialize (this server serves 2026-07-28)")
         return sessions

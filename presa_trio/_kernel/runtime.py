@@ -21,6 +21,7 @@ from .._boundary import error_boundary
 from .._protocol.request_state import StateSealer
 from ..errors import InternalError, ServiceUnavailable
 from .bus import BusEvent, SubscriptionBus, flag_event, resource_updated_event
+from .sessions import RunSessions
 from .shares import Shares, ThreadShares
 
 logger = logging.getLogger("presa_trio")
@@ -89,9 +90,8 @@ class Runtime:
             "Too much background work running",
         )
         self._services: dict[str, object] = {}
-        #: The older era's sessions of this run (``legacy.RunSessions``); None when the
-        #: server serves 2026-07-28 only.
-        self.sessions: Any = None
+        #: The older era's sessions of this run; None when the server serves 2026-07-28 only.
+        self.sessions: RunSessions | None = None
         self._token = trio.lowlevel.current_trio_token()
 
     # ------------------------------------------------------------------ services

@@ -11,6 +11,7 @@ only when a quarter of it has passed, so a busy session is not a write per reque
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, replace
@@ -18,7 +19,11 @@ from typing import Any, Protocol, final
 
 import trio
 
-from ..errors import CapacityExceeded
+from .._boundary import error_boundary
+from ..errors import CapacityExceeded, McpError
+from .session_signals import SessionSignals
+
+logger = logging.getLogger("presa_trio")
 
 
 def now_ms() -> int:
@@ -145,3 +150,50 @@ def renewed(record: SessionRecord, ttl_ms: int, now: int) -> SessionRecord | Non
     if record.expires_ms - now > ttl_ms * 3 // 4:
         return None
     return replace(record, expires_ms=now + ttl_ms)
+
+
+class SessionSettings(Protocol):
+    """What a run reads of ``presa_trio.Sessions`` (a frozen value)."""
+
+    @property
+    def idle_ttl(self) -> float: ...
+
+    @property
+    def max_sessions(self) -> int: ...
+
+    @property
+    def max_sessions_per_principal(self) -> int | None: ...
+
+    @property
+    def push_timeout(self) -> float: ...
+
+    @property
+    def max_pending_pushes(self) -> int: ...
+
+
+SWEEP_SECONDS = 60.0
+
+
+@final
+@dataclass(slots=True)
+class RunSessions:
+    """One run's sessions: where they are kept, what is live of them here, the settings."""
+
+    store: SessionStore
+    signals: SessionSignals
+    settings: SessionSettings
+
+    @property
+    def limits(self) -> SessionLimits:
+        return SessionLimits(self.settings.max_sessions, self.settings.max_sessions_per_principal)
+
+    async def sweep(self) -> None:
+        """Delete expired sessions now and then, for the whole run; each sweep behind an
+        error boundary (a failing store is tried again at the next)."""
+        while True:
+            await trio.sleep(SWEEP_SECONDS)
+            with error_boundary("sweeping expired sessions", logger):
+                try:
+                    await self.store.delete_expired(now_ms())
+                except McpError as exc:  # a store that is down says so once, retryable
+                    logger.warning("expired sessions were not swept: %s", exc.message)
