@@ -304,7 +304,7 @@ class AsgiApp:
         except EnvelopeError as exc:
             await self._refuse(send, exc.error, allowed, exc.request_id)
             return
-        if self.serves_sessions:
+        if self.serves_sessions and _maybe_session(mcp_headers, message):
             try:
                 session_id = _one(mcp_headers, era.SESSION_HEADER)
                 version = _one(mcp_headers, PROTOCOL_VERSION_HEADER)
@@ -469,6 +469,23 @@ async def _cancel_on_disconnect(
         pass
     if not responder.finishing:  # still the client's
         request.cancel()
+
+
+_MODERN_VERSION = [era.Era.MODERN.value.encode()]
+
+
+def _maybe_session(
+    mcp_headers: dict[str, list[bytes]], message: Request | Notification | Response
+) -> bool:
+    """A cheap first look: only a session header, a version header other than 2026-07-28
+    or an ``initialize`` with neither can make a message the older era's, so a 2026-07-28
+    request (one ``MCP-Protocol-Version: 2026-07-28``) skips the classification."""
+    if era.SESSION_HEADER in mcp_headers:
+        return True
+    versions = mcp_headers.get(PROTOCOL_VERSION_HEADER)
+    if versions is None:
+        return isinstance(message, Request) and message.method == "initialize"
+    return versions != _MODERN_VERSION
 
 
 def _one(mcp_headers: dict[str, list[bytes]], name: str) -> str | None:
