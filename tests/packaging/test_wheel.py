@@ -38,9 +38,12 @@ def test_wheel_ships_the_schema(tmp_path: Path) -> None:
     (wheel,) = tmp_path.glob("presa_trio-*.whl")
     with zipfile.ZipFile(wheel) as archive:
         names = set(archive.namelist())
-        schema = archive.read("presa_trio/schema/2026-07-28/schema.json")
+        schemas = {
+            version: archive.read(f"presa_trio/schema/{version}/schema.json")
+            for version in ("2026-07-28", "2025-11-25", "2025-06-18")
+        }
     assert "presa_trio/py.typed" in names
     assert "presa_trio/ext/tasks/_runner.py" in names
-    recorded = re.search(r"sha256: ([0-9a-f]{64})", (ROOT / "schema" / "README.md").read_text())
-    assert recorded is not None
-    assert hashlib.sha256(schema).hexdigest() == recorded.group(1)
+    readme = (ROOT / "schema" / "README.md").read_text()
+    recorded = dict(re.findall(r"sha256 \(([0-9-]+)\): ([0-9a-f]{64})", readme))
+    assert {v: hashlib.sha256(s).hexdigest() for v, s in schemas.items()} == recorded

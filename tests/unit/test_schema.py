@@ -301,15 +301,45 @@ def test_load_document() -> None:
     assert len(document["$defs"]) == 154
 
 
-def _recorded_sha256() -> str:
-    """The hex digest on the README's ``sha256: <hex>`` line."""
-    found = re.findall(r"^[-*\s]*sha256:\s*`?([0-9a-f]{64})`?\s*$", README.read_text(), re.M)
-    assert len(found) == 1, "schema/README.md must have exactly one 'sha256: <64 hex>' line"
-    return found[0]
+def recorded_sha256() -> dict[str, str]:
+    """The hex digest of each version, on the README's ``sha256 (VERSION): <hex>`` lines."""
+    found = re.findall(
+        r"^[-*\s]*sha256 \(([0-9-]+)\):\s*`?([0-9a-f]{64})`?\s*$", README.read_text(), re.M
+    )
+    assert len(found) == 3, "schema/README.md must have one 'sha256 (VERSION): <hex>' per version"
+    return dict(found)
 
 
-def test_vendored_schema_hash_matches_readme() -> None:
-    recorded = _recorded_sha256()
-    assert hashlib.sha256(SCHEMA_FILE.read_bytes()).hexdigest() == recorded
-    packaged = resources.files("presa_trio") / "schema" / SCHEMA_VERSION / "schema.json"
-    assert hashlib.sha256(packaged.read_bytes()).hexdigest() == recorded
+def test_vendored_schema_hashes_match_readme() -> None:
+    recorded = recorded_sha256()
+    assert set(recorded) == {"2026-07-28", "2025-11-25", "2025-06-18"}
+    for version, digest in recorded.items():
+        path = REPO / "presa_trio" / "schema" / version / "schema.json"
+        assert hashlib.sha256(path.read_bytes()).hexdigest() == digest
+        packaged = resources.files("presa_trio") / "schema" / version / "schema.json"
+        assert hashlib.sha256(packaged.read_bytes()).hexdigest() == digest
+
+
+@pytest.mark.parametrize(
+    ("version", "dialect", "definitions"),
+    [
+        ("2025-11-25", "https://json-schema.org/draft/2020-12/schema", 145),
+        ("2025-06-18", "http://json-schema.org/draft-07/schema#", 91),
+    ],
+)
+def test_the_older_schemas_load_with_their_erratum(
+    version: str, dialect: str, definitions: int
+) -> None:
+    document = load_document(version)
+    assert document["$schema"] == dialect
+    found = document.get("$defs") or document["definitions"]
+    assert len(found) == definitions
+    number = found["NumberSchema"]["properties"]
+    assert number["minimum"]["type"] == number["maximum"]["type"] == "number"
+    older = Schemas(document)
+    field = {"type": "number", "default": 95.5, "minimum": 0.5}
+    assert older.violations("NumberSchema", field) == []
+    assert "initialize" in older.request_definitions()
+    raw = json.loads((REPO / "presa_trio" / "schema" / version / "schema.json").read_text())
+    raw_number = (raw.get("$defs") or raw["definitions"])["NumberSchema"]["properties"]
+    assert raw_number["minimum"]["type"] == "integer"  # the file is as vendored
