@@ -216,6 +216,9 @@ class Dispatcher:
         ``Mcp-Session-Id``). Errors are shaped here, as every other: on a session a JSON-RPC
         error is HTTP 200, and only a session that is gone answers 404."""
         token = CURRENT.set((str(request.id), request.method))
+        tracing = self.settings.tracing
+        known = request.method in self._routes or request.method == "initialize"
+        span = None if tracing is None else tracing.request(request, None, known=known)
         try:
             extra: Sequence[tuple[str, str]] = ()
             succeeded = False
@@ -242,14 +245,20 @@ class Dispatcher:
                     )
                 data, status = self._encoded(request, result), 200
                 succeeded = True
+                if span is not None:
+                    span.answered(result)
             except BaseException as exc:
                 error = self._error_of(exc, request.method)
+                if span is not None:
+                    span.refused(error)
                 data = self.session_error(request.id, error)
                 status = self.session_status(error, opening=new_session is not None)
                 extra = error.http_headers
             await responder.finish(data, status, extra)
             return succeeded
         finally:
+            if span is not None:
+                span.end()
             CURRENT.reset(token)
 
     async def session_exchange(

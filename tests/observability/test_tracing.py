@@ -543,3 +543,19 @@ def test_the_readme_example_runs() -> None:
         "tools/call forecast",
     ]
     assert done.stdout.count(f'"trace_id": "0x{TRACE_ID}"') == 2
+
+
+async def test_an_initialize_session_is_traced_too(spans: Spans) -> None:
+    from presa_trio.testing import open_session
+
+    async with open_session(traced_server(spans.provider)) as session:
+        assert (await session.call_tool("add", {"a": 2, "b": 3}))["structuredContent"] == {
+            "result": 5
+        }
+    names = [s.name for s in spans.finished()]
+    assert names.count("initialize") == 1
+    call = spans.named("tools/call add")
+    assert call.kind == SpanKind.SERVER
+    assert call.attributes is not None
+    assert call.attributes["mcp.method.name"] == "tools/call"
+    assert call.attributes["gen_ai.tool.name"] == "add"
