@@ -487,3 +487,15 @@ async def test_a_tool_the_version_cannot_describe_is_left_out_of_its_list(
         'Tool at /inputSchema/properties/x: true is not of type "object"'
         for v in ("2025-06-18", "2025-11-25")
     ]
+
+
+async def test_an_idle_session_expires_and_a_busy_one_lives_on() -> None:
+    server = build(sessions=Sessions(idle_ttl=2.0))
+    async with open_session(server) as busy, open_session(server) as idle:
+        for _ in range(30):  # three seconds of requests, each renewing the busy session
+            assert await busy.request("ping") == {}
+            await trio.sleep(0.1)
+        gone = await drive(idle.app, on(idle, "ping"), idle.headers())
+        assert gone.status == 404
+        assert gone.messages[0]["error"] == {"code": -32001, "message": "Session not found"}
+        assert await busy.request("ping") == {}
