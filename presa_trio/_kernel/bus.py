@@ -26,6 +26,9 @@ from .shares import Shares
 # Filter keys the core understands; extensions add their own through a hook.
 CORE_FLAGS = ("toolsListChanged", "promptsListChanged", "resourcesListChanged")
 RESOURCE_SUBSCRIPTIONS = "resourceSubscriptions"
+#: A filter flag that hears the updates of every resource: the server's own (an older-era
+#: session's GET stream, which decides by its subscriptions); no listen filter can ask it.
+EVERY_RESOURCE = "presa/everyResource"
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,17 +56,20 @@ class BusEvent:
         return None
 
     def matches(self, agreed: Mapping[str, Any]) -> bool:
+        if self.key == RESOURCE_SUBSCRIPTIONS and agreed.get(EVERY_RESOURCE) is True:
+            return True
         if self.value is None:
             return agreed.get(self.key) is True
         entries = agreed.get(self.key)
         if not isinstance(entries, list | tuple):
             return False
         if self.key == RESOURCE_SUBSCRIPTIONS:
-            return any(_covers(entry, self.value) for entry in entries)
+            return any(covers(entry, self.value) for entry in entries)
         return self.value in entries
 
 
-def _covers(watched: object, uri: str) -> bool:
+def covers(watched: object, uri: str) -> bool:
+    """Whether a watched URI covers ``uri``: equal, or a parent of it."""
     return isinstance(watched, str) and (
         uri == watched or uri.startswith(watched.rstrip("/") + "/")
     )
@@ -135,6 +141,8 @@ class _Audiences:
     def of(self, event: BusEvent) -> set[Listener]:
         """The listeners whose filter ``event`` matches (a new set, safe to change)."""
         found = set(self._index.get((event.key, event.value, False), ()))
+        if event.key == RESOURCE_SUBSCRIPTIONS:
+            found.update(self._index.get((EVERY_RESOURCE, None, False), ()))
         if event.key == RESOURCE_SUBSCRIPTIONS and event.value is not None:
             for parent in _parents(event.value):
                 found.update(self._index.get((RESOURCE_SUBSCRIPTIONS, parent, True), ()))

@@ -39,7 +39,7 @@ from ..errors import (
     SessionNotFound,
 )
 from .authorization import Authorization
-from .bus import BusEvent
+from .bus import EVERY_RESOURCE, BusEvent, covers
 from .context import Context, InputRequests, Responder, ServerView
 from .routes import Route
 from .runtime import Runtime
@@ -60,6 +60,17 @@ KEEPALIVE_SECONDS = 15.0
 #: that died holding one blocks a new GET for at most this long.
 STREAM_CLAIM_SECONDS = 3 * KEEPALIVE_SECONDS
 SESSION_CHANGES = "sessionChanges"  # the bus key a session's GET stream watches
+_LIST_FLAGS = (
+    ("toolsListChanged", "tools"),
+    ("promptsListChanged", "prompts"),
+    ("resourcesListChanged", "resources"),
+)
+
+
+def _subscribed(record: SessionRecord, uri: str | None) -> bool:
+    """Whether ``record`` subscribes to ``uri``, or to a parent of it."""
+    return uri is not None and any(covers(watched, uri) for watched in record.subscriptions)
+
 
 #: Methods only the older era has, answered here rather than by a route.
 _OWN = frozenset({"ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"})
@@ -478,54 +489,41 @@ class LegacyEra:
         sessions: RunSessions,
         holder: str,
     ) -> None:
+        """Pass the session's events on until it ends, its claim lapses, the client goes or
+        the run drains. It hears every resource update and decides by the session's
+        subscriptions: those it knows, and, for an update they do not cover, those in the
+        store (a subscription made on another worker may be newer than the news of it)."""
         caps = self._served.capabilities()
-        while True:
-            agreed: dict[str, Any] = {SESSION_CHANGES: [record.session_id]}
-            for flag, kind in (
-                ("toolsListChanged", "tools"),
-                ("promptsListChanged", "prompts"),
-                ("resourcesListChanged", "resources"),
-            ):
-                if kind in caps:
-                    agreed[flag] = True
-            if record.subscriptions:
-                agreed["resourceSubscriptions"] = sorted(record.subscriptions)
-            async with runtime.bus.listen(
-                f"GET {record.session_id}", agreed, ctx.principal
-            ) as listener:
-                changed = await self._pass_on(listener, ctx, sessions, record, holder)
-            if not changed:
-                return
-            found = await sessions.store.get(record.session_id)
-            if found is None or found.stream_holder != holder:
-                return  # ended (DELETE, expiry), or its claim lapsed and another holds it
-            record = found
-
-    async def _pass_on(
-        self,
-        listener: Any,
-        ctx: Context,
-        sessions: RunSessions,
-        record: SessionRecord,
-        holder: str,
-    ) -> bool:
-        """Relay events until the session changes (True) or the bus ends the stream."""
-        try:
-            while True:
-                with trio.move_on_after(KEEPALIVE_SECONDS) as quiet:
-                    event = await listener.receive()
-                if quiet.cancelled_caught:
-                    await ctx.keepalive()
-                    if not await self._renew_claim(sessions, record.session_id, holder):
-                        return False
-                    continue
-                if event.key == SESSION_CHANGES:
-                    return True
-                params = dict(event.params)
-                await ctx.notify(notification_message(event.method, params or None))
-        except trio.EndOfChannel:  # the run drains, or the stream fell behind
-            await trio.lowlevel.checkpoint()
-            return False
+        agreed: dict[str, Any] = {SESSION_CHANGES: [record.session_id]}
+        for flag, kind in _LIST_FLAGS:
+            if kind in caps:
+                agreed[flag] = True
+        if "resources" in caps:
+            agreed[EVERY_RESOURCE] = True
+        listener_id = f"GET {record.session_id}"
+        async with runtime.bus.listen(listener_id, agreed, ctx.principal) as listener:
+            try:
+                while True:
+                    with trio.move_on_after(KEEPALIVE_SECONDS) as quiet:
+                        event = await listener.receive()
+                    if quiet.cancelled_caught:
+                        await ctx.keepalive()
+                        if not await self._renew_claim(sessions, record.session_id, holder):
+                            return
+                        continue
+                    if event.key == SESSION_CHANGES or (
+                        event.value is not None and not _subscribed(record, event.value)
+                    ):
+                        found = await sessions.store.get(record.session_id)
+                        if found is None or found.stream_holder != holder:
+                            return  # ended (DELETE, expiry), or another holds it now
+                        record = found
+                        if event.key == SESSION_CHANGES or not _subscribed(record, event.value):
+                            continue
+                    params = dict(event.params)
+                    await ctx.notify(notification_message(event.method, params or None))
+            except trio.EndOfChannel:  # the run drains, or the stream fell behind
+                await trio.lowlevel.checkpoint()
 
     async def _renew_claim(self, sessions: RunSessions, session_id: str, holder: str) -> bool:
         until = now_ms() + int(STREAM_CLAIM_SECONDS * 1000)

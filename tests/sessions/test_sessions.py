@@ -381,7 +381,6 @@ async def test_the_get_stream_carries_list_changes_and_subscribed_updates(
     async with session.get_stream() as stream:
         assert stream.status == 200
         assert await session.request("resources/subscribe", {"uri": "test://watched"}) == {}
-        await trio.sleep(0.05)
         await session.call_tool("touch", {"uri": "test://watched"})
         await session.call_tool("touch", {"uri": "test://other"})
         with trio.fail_after(5):

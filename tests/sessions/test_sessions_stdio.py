@@ -140,7 +140,6 @@ async def test_cancelled_ends_the_call_unanswered_and_subscriptions_reach_stdout
         # On stdio a cancelled request is not answered at all: the next line answers 2.
         subscribed = await pipe.request(2, "resources/subscribe", {"uri": "test://watched"})
         assert subscribed == {"jsonrpc": "2.0", "id": 2, "result": {}}
-        await trio.sleep(0.05)
         await pipe.send(
             {
                 "jsonrpc": "2.0",
