@@ -299,8 +299,13 @@ class SqliteDatabase:
         if attentive:
             written = await self._until_written(poll)
         else:
-            with trio.move_on_after(IDLE_POLL):
+            with trio.move_on_after(IDLE_POLL) as idle:
                 await wake.wait()
+            if not idle.cancelled_caught and self._writes is not None and self._watch is not None:
+                # Attention began, after a first look: what it expects is written from now
+                # on, and the watch says when (a look now would find nothing for it: one
+                # read per request that attends, on a busy server).
+                written = await self._until_written(poll)
         self._looked = trio.current_time()
         try:
             rows = await trio.to_thread.run_sync(self._poll_once, after)

@@ -23,6 +23,7 @@ from .._kernel.runtime import Runtime
 from .._kernel.tracing import http_attributes
 from .._process.shutdown import ShutdownBound
 from .._protocol import cors, era, sse
+from .._protocol.cors import expose as exposed_headers
 from .._protocol.headers import (
     PROTOCOL_VERSION_HEADER,
     HostPolicy,
@@ -106,6 +107,9 @@ class AsgiApp:
         self.write_timeout = timeouts.write
         self.shutdown_bound = ShutdownBound(shutdown_timeout)
         self._metadata_paths = auth.metadata_paths(path) if auth is not None else frozenset()
+        self._sessions = dispatcher.legacy is not None
+        # What a browser may read of every answer (computed once: read per request).
+        self._exposed = exposed_headers(auth=auth is not None, sessions=self._sessions)
 
     @property
     def runtime(self) -> Runtime | None:
@@ -226,21 +230,18 @@ class AsgiApp:
             await self._refuse(send, Forbidden(f"Forbidden: {reason}"))
             return
         allowed = cors.allow_origin(origins) if self.cors else []
-        exposed = cors.expose(auth=self.auth is not None, sessions=self.serves_sessions)
-        if allowed and exposed is not None:
-            allowed.append(exposed)
+        if allowed and self._exposed is not None:
+            allowed.append(self._exposed)
         if self.auth is not None and metadata:
             await _metadata(self.auth, self.cors, scope, send, allowed)
             return
         if self.cors and scope["method"] == "OPTIONS":
-            methods = cors.SESSION_METHODS if self.serves_sessions else b"POST"
+            methods = cors.SESSION_METHODS if self._sessions else b"POST"
             await _plain(send, 204, b"", [*allowed, *cors.preflight(scope["headers"], methods)])
             return
         method = scope["method"]
         if method != "POST" and not (
-            method in _SESSION_METHODS
-            and era.SESSION_HEADER in mcp_headers
-            and self.serves_sessions
+            method in _SESSION_METHODS and era.SESSION_HEADER in mcp_headers and self._sessions
         ):
             # GET and DELETE are a session's only: without one, only POST is served here.
             await _plain(send, 405, b"Method Not Allowed", [(b"allow", b"POST")])
@@ -304,7 +305,10 @@ class AsgiApp:
         except EnvelopeError as exc:
             await self._refuse(send, exc.error, allowed, exc.request_id)
             return
-        if self.serves_sessions and _maybe_session(mcp_headers, message):
+        if self._sessions and (
+            era.SESSION_HEADER in mcp_headers
+            or mcp_headers.get(PROTOCOL_VERSION_HEADER) != _MODERN_VERSION
+        ):  # one look: a 2026-07-28 request (one 2026-07-28 version header) goes on below
             try:
                 session_id = _one(mcp_headers, era.SESSION_HEADER)
                 version = _one(mcp_headers, PROTOCOL_VERSION_HEADER)
@@ -347,7 +351,7 @@ class AsgiApp:
     @property
     def serves_sessions(self) -> bool:
         """Whether this app serves the older era's sessions (``Server(legacy=...)``)."""
-        return self.dispatcher.legacy is not None
+        return self._sessions
 
     async def _serve_session(
         self,
@@ -472,20 +476,6 @@ async def _cancel_on_disconnect(
 
 
 _MODERN_VERSION = [era.Era.MODERN.value.encode()]
-
-
-def _maybe_session(
-    mcp_headers: dict[str, list[bytes]], message: Request | Notification | Response
-) -> bool:
-    """A cheap first look: only a session header, a version header other than 2026-07-28
-    or an ``initialize`` with neither can make a message the older era's, so a 2026-07-28
-    request (one ``MCP-Protocol-Version: 2026-07-28``) skips the classification."""
-    if era.SESSION_HEADER in mcp_headers:
-        return True
-    versions = mcp_headers.get(PROTOCOL_VERSION_HEADER)
-    if versions is None:
-        return isinstance(message, Request) and message.method == "initialize"
-    return versions != _MODERN_VERSION
 
 
 def _one(mcp_headers: dict[str, list[bytes]], name: str) -> str | None:

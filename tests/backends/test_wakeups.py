@@ -183,3 +183,30 @@ async def test_a_file_written_all_the_time_is_read_at_most_twice_per_poll(
     # the first held back after the first look, the second not, the third again
     assert trio.current_time() - started == pytest.approx(2 * poll)
     await db.aclose()
+
+
+async def test_attention_beginning_waits_for_the_next_write_not_a_look(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    """A worker that starts to expect signals (a request of an ``initialize`` session, say)
+    does not read the file at once: what it expects is written from then on, and the watch
+    reports that write. So a busy server does not pay a read per such request; a write still
+    wakes the look at once."""
+    poll = 0.01
+    path = str(tmp_path / "state.db")
+    check_file(path)
+    db, other = SqliteDatabase(path), SqliteDatabase(path)
+    await first_look(db, poll)
+    db._writes_tried, db._writes = True, Writes(0)  # type: ignore[assignment]
+    woken = trio.Event()
+    woken.set()  # attention began
+    started = trio.current_time()
+    assert await db.changes(0, False, poll, woken) is None  # nothing written: one look, later
+    assert trio.current_time() - started == pytest.approx(poll + 1.0)  # not at once
+    db._writes = Writes(1)  # type: ignore[assignment]
+    await other.write(insert_message)
+    started = trio.current_time()
+    assert len(await db.changes(0, False, poll, woken) or []) == 1
+    assert trio.current_time() - started == pytest.approx(poll)  # the write, within poll
+    await db.aclose()
+    await other.aclose()
