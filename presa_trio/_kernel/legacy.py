@@ -280,18 +280,18 @@ class LegacyEra:
     ) -> dict[str, Any]:
         """Serve one request of a session; its result, written for the session's version."""
         params = request.params if request.params is not None else {}
-        if not isinstance(params, dict):
-            raise InvalidParams("Invalid params: params must be an object")
-        record, ctx = await self.find(
+        record, ctx = await self.find(  # the session first: junk params of a gone one are 404
             session_id,
             runtime,
             authorization,
             request.id,
             request.method,
-            params,
+            params if isinstance(params, dict) else None,
             responder,
             headers,
         )
+        if not isinstance(params, dict):
+            raise InvalidParams("Invalid params: params must be an object")
         if request.method == "initialize":
             raise InvalidRequest("Invalid request: this session is already initialized")
         schemas = self.schemas(record.version)
@@ -450,7 +450,6 @@ class LegacyEra:
         if not await self._claim(sessions, record.session_id, holder):
             raise SessionConflict("Conflict: this session already has a GET stream")
         try:
-            await responder.keepalive()  # the response starts now: the client is listening
             with runtime.backend.attention():
                 await self._relay(record, ctx, runtime, sessions, holder)
         finally:
@@ -502,6 +501,9 @@ class LegacyEra:
             agreed[EVERY_RESOURCE] = True
         listener_id = f"GET {record.session_id}"
         async with runtime.bus.listen(listener_id, agreed, ctx.principal) as listener:
+            # Its place among the listen streams taken (503 past the bound, before any byte
+            # of the answer), the response starts: the client is listening.
+            await ctx.keepalive()
             try:
                 while True:
                     with trio.move_on_after(KEEPALIVE_SECONDS) as quiet:

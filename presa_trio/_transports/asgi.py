@@ -309,12 +309,19 @@ class AsgiApp:
             era.SESSION_HEADER in mcp_headers
             or mcp_headers.get(PROTOCOL_VERSION_HEADER) != _MODERN_VERSION
         ):  # one look: a 2026-07-28 request (one 2026-07-28 version header) goes on below
+            request_id = None if isinstance(message, Notification) else message.id
             try:
                 session_id = _one(mcp_headers, era.SESSION_HEADER)
+            except McpError as malformed:  # repeated, or not visible ASCII: named in a 400
+                await self._refuse(send, malformed, allowed, request_id)
+                return
+            try:
                 version = _one(mcp_headers, PROTOCOL_VERSION_HEADER)
-            except McpError:  # a repeated header: not a session's; 2026-07-28 refuses it
-                session_id = version = None
-                legacy = False
+            except McpError as malformed:
+                if session_id is not None:  # a session's message: named in a 400
+                    await self._refuse(send, malformed, allowed, request_id)
+                    return
+                version, legacy = None, False  # 2026-07-28 refuses it below, as ever
             else:
                 method = None if isinstance(message, Response) else message.method
                 legacy = era.classify_http(session_id, version, method, message) is era.Era.LEGACY
@@ -371,8 +378,7 @@ class AsgiApp:
         routing = RoutingHeaders.grouped(mcp_headers)
         request_id = message.id if isinstance(message, Request | Response) else None
         if version is not None and version not in era.LEGACY_VERSIONS:
-            unsupported = InvalidRequest(f"Bad Request: Unsupported protocol version: {version}")
-            await self._refuse(send, unsupported, allowed, request_id)
+            await self._refuse(send, _unsupported(version), allowed, request_id)
             return
         responder = HttpResponder(send, request.cancel_scope, self.write_timeout, allowed)
         if not isinstance(message, Request):
@@ -412,8 +418,12 @@ class AsgiApp:
         the run drains) or its ``DELETE``."""
         try:
             session_id = _one(mcp_headers, era.SESSION_HEADER)
+            version = _one(mcp_headers, PROTOCOL_VERSION_HEADER)
         except McpError as error:
             await self._refuse(send, error, allowed)
+            return
+        if version is not None and version not in era.LEGACY_VERSIONS:
+            await self._refuse(send, _unsupported(version), allowed)
             return
         async with trio.open_nursery() as request:
             responder = HttpResponder(send, request.cancel_scope, self.write_timeout, allowed)
@@ -476,6 +486,12 @@ async def _cancel_on_disconnect(
 
 
 _MODERN_VERSION = [era.Era.MODERN.value.encode()]
+
+
+def _unsupported(version: str) -> InvalidRequest:
+    """A session's message naming a version its sessions do not speak (2025 transports:
+    400)."""
+    return InvalidRequest(f"Bad Request: Unsupported protocol version: {version}")
 
 
 def _one(mcp_headers: dict[str, list[bytes]], name: str) -> str | None:

@@ -9,11 +9,15 @@ pieces are shared by ``tests/fuzz/test_http_fuzz.py`` (a small profile) and
 - strategies draw ``Case`` values (one HTTP exchange) or ``Scenario`` values (several
   exchanges whose later steps use what the server answered: a ``requestState``, a ``taskId``);
 - ``exchange`` plays one case against the app (no sockets, bounded in time) and hangs up on a
-  ``subscriptions/listen`` stream once it is acknowledged;
-- ``check`` is the oracle: every problem it finds with one answer, as sentences;
+  ``subscriptions/listen`` stream once it is acknowledged (on any stream, given a ``Tap``);
+- ``check`` is the oracle: every problem it finds with one answer, as sentences (a case
+  may bring its own: the older era's, in ``sessions.py``);
 - ``Harness`` runs a family of scenarios inside one run of a fresh fixture server, drawing
   examples with Hypothesis in a worker thread and playing them on the trio loop, and keeps
-  the figures (statuses, codes, failures, logged tracebacks, every 500 with its input).
+  the figures (statuses, codes, failures, logged tracebacks, every 500 with its input);
+  after each scenario it checks that nothing is held (``Harness.settled``).
+
+The older era's session families ("sessions", "pushes") live in ``sessions.py``.
 """
 
 from __future__ import annotations
@@ -164,6 +168,10 @@ class Tap:
     stop: trio.Event = field(default_factory=trio.Event)
 
 
+#: An oracle of its own for a case: ``(case, answer, client, log records) -> problems``.
+Oracle = Callable[["Case", "Answer", Client, Sequence[logging.LogRecord]], list[str]]
+
+
 @dataclass(repr=False)
 class Case:
     """One HTTP exchange to play: the request, and what admission it deserves.
@@ -184,7 +192,9 @@ class Case:
     label: str = ""
     leave_after: int | None = None  # the client disconnects after this many body chunks
     stall_after: int | None = None  # the client sends this many chunks, then nothing
-    tap: Tap | None = None  # for a listen stream: when to hang up
+    tap: Tap | None = None  # for a listen stream (or any stream given one): when to hang up
+    #: Judges the answer instead of ``check`` (the older era's exchanges: see sessions.py).
+    oracle: Oracle | None = None
 
     @cached_property
     def envelope(self) -> Envelope:
@@ -386,7 +396,7 @@ async def exchange(app: Any, case: Case, *, limit: float = 10.0) -> Answer:
     answer = Answer()
     pending = _chunks(case.body, case.cuts)
     gone = trio.Event()
-    tap = (case.tap or Tap()) if case.listen else None
+    tap = case.tap if case.tap is not None else (Tap() if case.listen else None)
     delivered = 0
 
     def hang_up() -> None:
@@ -570,6 +580,8 @@ def _check_answer(case: Case, answer: Answer, client: Client) -> list[str]:
     if status == 202:
         if body or env.kind != "notification":
             problems.append(f"202 for a {env.kind} (body {body[:100]!r})")
+        elif _older_notification(case):
+            problems.append("an older-era notification naming no session was taken (202)")
         return problems
     if streamed:
         if status != 200:
@@ -635,6 +647,10 @@ def _check_answer(case: Case, answer: Answer, client: Client) -> list[str]:
         problems.append(f"a body that is not strict JSON must get -32700, got {codes}")
     elif env.kind == "invalid" and codes != {-32600}:
         problems.append(f"an invalid envelope must get -32600, got {codes}")
+    elif env.kind == "notification" and _older_notification(case):
+        # The initialize era's notification naming no session: refused like its requests.
+        if (status, codes) != (400, {-32600}):
+            problems.append(f"an older-era notification with no session got {status} {codes}")
     elif env.kind == "notification":
         problems.append(f"a notification must get 202, got {status}")
     elif (
@@ -679,9 +695,21 @@ def _check_answer(case: Case, answer: Answer, client: Client) -> list[str]:
 
 
 def _legacy_version_header(headers: Sequence[tuple[bytes, bytes]]) -> bool:
-    """Whether the one version header names an older (``initialize`` era) revision."""
+    """Whether the one version header (visible ASCII, blanks around it aside) names an
+    older (``initialize`` era) revision."""
     values = [v for k, v in headers if k.lower() == b"mcp-protocol-version"]
-    return len(values) == 1 and values[0].strip() in (b"2025-06-18", b"2025-11-25")
+    return (
+        len(values) == 1
+        and _VISIBLE.fullmatch(values[0]) is not None
+        and values[0].strip(b" \t") in (b"2025-06-18", b"2025-11-25")
+    )
+
+
+def _older_notification(case: Case) -> bool:
+    """A notification the initialize era claims (by an older version header) on a POST
+    that names no session."""
+    named = any(k.lower() == b"mcp-session-id" for k, _ in case.headers)
+    return not named and _legacy_version_header(case.headers)
 
 
 def _version_header_defective(headers: Sequence[tuple[bytes, bytes]]) -> bool:
@@ -1617,6 +1645,10 @@ class Play:
         answer and its JSON-RPC response, if any."""
         raise NotImplementedError
 
+    async def unchecked(self, case: Case) -> Answer:
+        """Play ``case`` and judge nothing (a scenario's clean-up after a failure)."""
+        raise NotImplementedError
+
 
 @dataclass
 class Scenario:
@@ -2045,6 +2077,22 @@ APP_OPTIONS: dict[str, dict[str, Any]] = {
     "slowbody": {"timeouts": Timeouts(body=SLOW_BODY_TIMEOUT)}
 }
 
+#: The families of the older era's sessions (tests/fuzz/sessions.py): each built on a server
+#: of their own (``server_options``), and starting no background work that outlives them.
+SESSION_FAMILIES = ("sessions", "pushes")
+
+
+def _sessions() -> Any:
+    from . import sessions  # imported when used: it builds on this module
+
+    return sessions
+
+
+def server_options(family: str) -> dict[str, Any]:
+    """Options a family's fixture server is built with (the default: as it is)."""
+    return dict(_sessions().SERVER_OPTIONS) if family in SESSION_FAMILIES else {}
+
+
 FAMILIES: dict[str, Callable[[], st.SearchStrategy[Scenario]]] = {
     "rpc": lambda: single(rpc_cases()),
     "raw": lambda: single(raw_cases()),
@@ -2055,6 +2103,8 @@ FAMILIES: dict[str, Callable[[], st.SearchStrategy[Scenario]]] = {
     "listen": listen_scenarios,
     "concurrent": concurrent_scenarios,
     "slowbody": lambda: single(slow_body_cases()),
+    "sessions": lambda: _sessions().session_scenarios(),
+    "pushes": lambda: _sessions().push_scenarios(),
 }
 
 
@@ -2129,6 +2179,7 @@ class Harness(Play):
     stats: Stats
     raise_failures: bool = True
     limit: float = 10.0
+    background: int | None = None  # the run's background work, for a family that adds none
 
     async def run(
         self, case: Case, more: Callable[[Answer, dict[str, Any] | None], list[str]] | None = None
@@ -2141,12 +2192,13 @@ class Harness(Play):
         finally:
             _EXCHANGE.reset(token)
         records = self.capture.drain(mine)
-        problems = check(case, answer, self.client, records)
+        judge = check if case.oracle is None else case.oracle
+        problems = judge(case, answer, self.client, records)
         if more is not None:
             problems += more(answer, _response_of(answer))
         self._count(case, answer, records, problems)
         if problems:
-            report = "\n".join(
+            self._fail(
                 [
                     "fuzz failure:",
                     *(f"- {p}" for p in problems),
@@ -2155,12 +2207,39 @@ class Harness(Play):
                     f"   {answer.body[:1500]!r}",
                 ]
             )
-            self.stats.failure_count += 1
-            if len(self.stats.failures) < 50:
-                self.stats.failures.append(report)
-            if self.raise_failures:
-                raise FuzzFailure(report)
         return answer, _response_of(answer)
+
+    async def unchecked(self, case: Case) -> Answer:
+        return await exchange(self.app, case, limit=self.limit)
+
+    def _fail(self, lines: list[str]) -> None:
+        report = "\n".join(lines)
+        self.stats.failure_count += 1
+        if len(self.stats.failures) < 50:
+            self.stats.failures.append(report)
+        if self.raise_failures:
+            raise FuzzFailure(report)
+
+    def settled(self, scenario: Scenario) -> None:
+        """After a scenario, nothing it did is still held: no listener on the run's bus, no
+        pushed request waiting, no session request running, no background work left (where
+        the family starts none that outlives it: ``background``)."""
+        runtime = self.app.runtime
+        assert runtime is not None
+        problems = []
+        if runtime.bus.listener_count:
+            problems.append(f"{runtime.bus.listener_count} bus listener(s) still held")
+        if runtime.sessions is not None:
+            signals = runtime.sessions.signals
+            for name in ("_pending", "_pushes", "_running"):
+                if getattr(signals, name):
+                    problems.append(f"session signals {name} still holds {getattr(signals, name)}")
+        if self.background is not None and runtime.background_count != self.background:
+            problems.append(
+                f"{runtime.background_count} background tasks, {self.background} before"
+            )
+        if problems:
+            self._fail(["held after the scenario:", *(f"- {p}" for p in problems), repr(scenario)])
 
     def _count(
         self, case: Case, answer: Answer, records: list[logging.LogRecord], problems: list[str]
@@ -2228,7 +2307,7 @@ async def run_family(
     ``raise_failures`` the first problem fails (and Hypothesis shrinks it); without, every
     problem is counted and the run goes on.
     """
-    server = build_server()
+    server = build_server(**server_options(family))
     app = server.asgi_app(**APP_OPTIONS.get(family, {}))
     capture = _Capture()
     stats = Stats()
@@ -2239,11 +2318,15 @@ async def run_family(
     try:
         async with app.lifespan():
             harness = Harness(app, Client(app), capture, stats, raise_failures, limit)
+            if family in SESSION_FAMILIES:
+                assert app.runtime is not None
+                harness.background = app.runtime.background_count
 
             def one(scenario: Scenario) -> None:
                 stats.scenarios += 1
                 stats.families[family] += 1
                 trio.from_thread.run(scenario.play, harness)
+                trio.from_thread.run_sync(harness.settled, scenario)
 
             test = given(strategy)(one)
             test = hypothesis_settings(examples, shrink=raise_failures)(test)

@@ -2,10 +2,13 @@
 requests never answered or answered from elsewhere, more pushes than a session may have
 waiting, a GET stream whose reader stops, and one principal using another's session.
 
-Each test ends by checking that nothing is held (listeners on the bus, pending pushes,
+Each attack ends by checking that nothing is held (listeners on the bus, pending pushes,
 running requests, background work) and that the server still serves. Timings that matter
 run on trio's ``MockClock``: the tests never depend on the machine's speed (the floods run on
 the real clock, with bounds far above what they take).
+
+The tests whose docstring starts with BUG are minimal reproductions of defects these
+attacks (and the "sessions" fuzz family) found; they fail until the server is fixed.
 """
 
 from __future__ import annotations
@@ -14,7 +17,6 @@ import json
 import math
 import secrets
 from collections import Counter
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -334,6 +336,8 @@ async def test_a_get_flood_on_one_session_gets_one_stream_and_conflicts() -> Non
             assert again.status == 200  # the claim was released with the stream
             again.leave()
         assert_nothing_held(app, background)
+        fresh = await Peer(app, "bob").open()
+        assert await fresh.ping() == 200
 
 
 async def test_a_get_flood_on_junk_ids_holds_nothing() -> None:
@@ -700,10 +704,6 @@ async def test_a_session_request_with_junk_params_is_not_served_without_its_sess
         assert (result.status, result.messages[0]["error"]) == expected
 
 
-def repeated(value: str) -> Sequence[tuple[str, str]]:
-    return [("mcp-session-id", value), ("mcp-session-id", value)]
-
-
 MODERN_META = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
     "io.modelcontextprotocol/clientCapabilities": {},
@@ -731,7 +731,11 @@ async def test_a_post_with_a_malformed_session_header_is_refused_naming_it(
     async with app.lifespan():
         alice = await Peer(app, "alice").open()
         sid = alice.session_id
-        bad = repeated(sid) if how == "repeated" else [("mcp-session-id", sid + "\u00e9")]
+        bad = (
+            [("mcp-session-id", sid)] * 2
+            if how == "repeated"
+            else [("mcp-session-id", sid + "\u00e9")]
+        )
         version = "2026-07-28" if what.startswith("2026") else VERSION
         headers = [*JSON, (TENANT, "alice"), ("mcp-protocol-version", version), *bad]
         message: dict[str, Any] = {
@@ -755,3 +759,68 @@ async def test_a_post_with_a_malformed_session_header_is_refused_naming_it(
         error = result.messages[0]["error"]
         assert error["code"] in (-32600, -32020), error
         assert "mcp-session-id" in error["message"].lower(), error
+
+
+@pytest.mark.parametrize("what", ["request", "notification", "answer"])
+@pytest.mark.parametrize("how", ["repeated", "non-ASCII"])
+async def test_a_sessions_post_with_a_malformed_version_header_is_refused_naming_it(
+    what: str, how: str
+) -> None:
+    """BUG (same root as above): with a well-formed session header, a malformed
+    ``MCP-Protocol-Version`` sends the POST down the 2026-07-28 path too. A request is
+    refused naming the header (400, -32020: right); a notification is taken with 202 and
+    never reaches the session (a ``notifications/cancelled`` is silently lost); an answer to
+    a pushed request is told clients must not send responses. The transport says a request
+    with an invalid version header MUST be answered 400."""
+    app = attack_app()
+    async with app.lifespan():
+        alice = await Peer(app, "alice").open()
+        if how == "repeated":
+            versions = [("mcp-protocol-version", VERSION)] * 2
+        else:
+            versions = [("mcp-protocol-version", VERSION + "\u00e9")]
+        headers = [*JSON, (TENANT, "alice"), ("mcp-session-id", alice.session_id), *versions]
+        message = {
+            "request": rpc("ping", None, 4),
+            "notification": {
+                "jsonrpc": "2.0",
+                "method": "notifications/cancelled",
+                "params": {"requestId": 1},
+            },
+            "answer": answer("presa-x-1", ADA),
+        }[what]
+        result = await drive(app, json.dumps(message), headers)
+        assert result.status == 400, (result.status, result.body)
+        error = result.messages[0]["error"]
+        assert error["code"] in (-32600, -32020), error
+        assert "mcp-protocol-version" in error["message"].lower(), error
+
+
+@pytest.mark.parametrize("method", ["GET", "DELETE"])
+@pytest.mark.parametrize("version", ["2026-07-28", "junk"])
+async def test_get_and_delete_with_an_unsupported_version_header_are_400(
+    method: str, version: str
+) -> None:
+    """BUG: a POST on a session with ``MCP-Protocol-Version: 2026-07-28`` (or any version
+    not served) is 400 "Unsupported protocol version"; a GET or a DELETE with the same
+    header is served (a stream, or the session ended). The 2025-06-18 and 2025-11-25
+    transports: a request with an invalid or unsupported version header MUST get 400."""
+    app = attack_app()
+    async with app.lifespan():
+        alice = await Peer(app, "alice").open()
+        headers = [
+            *JSON,
+            (TENANT, "alice"),
+            ("mcp-session-id", alice.session_id),
+            ("mcp-protocol-version", version),
+        ]
+        posted = await drive(app, json.dumps(rpc("ping")), headers)
+        assert posted.status == 400  # the POST is refused
+        with trio.fail_after(10):
+            live = Live(app, method, headers, b"")
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(live.run)
+                await live.exchange.started.wait()
+                live.leave()
+        assert live.status == 400, live.status
+        assert await alice.ping() == 200  # and the session was not ended
