@@ -301,7 +301,7 @@ class SqliteDatabase:
         else:
             with trio.move_on_after(IDLE_POLL) as idle:
                 await wake.wait()
-            if not idle.cancelled_caught and self._writes is not None and self._watch is not None:
+            if not idle.cancelled_caught and self._watch is not None and self._watched():
                 # Attention began, after a first look: what it expects is written from now
                 # on, and the watch says when (a look now would find nothing for it: one
                 # read per request that attends, on a busy server).
@@ -332,18 +332,23 @@ class SqliteDatabase:
         ``poll`` after the last look, so a busy file is read no more often than by polling
         (at most twice per ``poll``, see ``changes``), and at most a second, or ``poll``
         after a look a write woke. Without a watch, ``poll``."""
-        if not self._writes_tried:
-            self._writes_tried = True
-            self._writes = DirectoryWatch.open(self._directory)
-        if self._writes is None:
+        if not self._watched():
             await trio.sleep(poll)
             return False
+        assert self._writes is not None
         if not self._missed:
             await trio.sleep_until(self._looked + poll)
         with trio.move_on_after(poll if self._woken else IDLE_POLL):
             await self._writes.written()
             return True
         return False
+
+    def _watched(self) -> bool:
+        """Whether writes to the file's directory are watched (opened on first use)."""
+        if not self._writes_tried:
+            self._writes_tried = True
+            self._writes = DirectoryWatch.open(self._directory)
+        return self._writes is not None
 
     def _close_watch(self) -> None:
         if self._watch is not None:
