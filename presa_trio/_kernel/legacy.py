@@ -528,7 +528,11 @@ class LegacyEra:
                 await trio.lowlevel.checkpoint()
 
     async def _renew_claim(self, sessions: RunSessions, session_id: str, holder: str) -> bool:
-        until = now_ms() + int(STREAM_CLAIM_SECONDS * 1000)
+        """Renew the stream's claim, and the session with it: a client listening on its GET
+        stream is not idle. Whether the claim is still this stream's."""
+        now = now_ms()
+        until = now + int(STREAM_CLAIM_SECONDS * 1000)
+        expires = now + int(sessions.settings.idle_ttl * 1000)
         held = False
 
         def renew(r: SessionRecord) -> SessionRecord:
@@ -536,7 +540,7 @@ class LegacyEra:
             if r.stream_holder != holder:
                 return r
             held = True
-            return replace(r, stream_until_ms=until)
+            return replace(r, stream_until_ms=until, expires_ms=max(r.expires_ms, expires))
 
         return await sessions.store.change(session_id, renew) is not None and held
 

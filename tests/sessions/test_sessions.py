@@ -498,3 +498,16 @@ async def test_an_idle_session_expires_and_a_busy_one_lives_on() -> None:
         assert gone.status == 404
         assert gone.messages[0]["error"] == {"code": -32001, "message": "Session not found"}
         assert await busy.request("ping") == {}
+
+
+async def test_a_session_listening_on_its_get_stream_is_not_idle(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from presa_trio._kernel import legacy
+
+    monkeypatch.setattr(legacy, "KEEPALIVE_SECONDS", 0.1)  # each keepalive renews it
+    server = build(sessions=Sessions(idle_ttl=3.0))
+    async with open_session(server) as listening, listening.get_stream() as stream:
+        assert stream.status == 200
+        await trio.sleep(4.0)  # longer than the idle TTL, without a request
+        assert await listening.request("ping") == {}
