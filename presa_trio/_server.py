@@ -410,7 +410,11 @@ class Server:
                 if settings.sessions.enabled:
                     runtime.sessions = RunSessions(
                         session_store_for(opened),
-                        SessionSignals(opened, settings.sessions.max_pending_pushes),
+                        SessionSignals(
+                            opened,
+                            settings.sessions.max_pending_pushes,
+                            settings.sessions.max_pending_pushes_per_principal,
+                        ),
                         settings.sessions,
                     )
                 try:

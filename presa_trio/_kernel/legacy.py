@@ -590,7 +590,7 @@ class _Pushes:
         if definition is None or definition not in schemas.definitions:
             raise InternalError(f"{method} cannot be sent to a {record.version} client")
         signals, timeout = self._sessions.signals, self._sessions.settings.push_timeout
-        with signals.push(record.session_id) as (push_id, answers):
+        with signals.push(record.session_id, record.principal) as (push_id, answers):
             message["id"] = push_id
             violations = schemas.violations(definition, message)
             if violations:

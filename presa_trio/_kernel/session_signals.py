@@ -22,6 +22,7 @@ from .._backends.protocol import Backend
 from .._boundary import error_boundary
 from .._protocol.jsonrpc import RequestId, Response
 from ..errors import CapacityExceeded
+from .shares import Shares
 
 logger = logging.getLogger("presa_trio")
 
@@ -32,9 +33,20 @@ TOPIC = "sessions"
 class SessionSignals:
     """This worker's running session requests and pending pushes (one per run)."""
 
-    def __init__(self, backend: Backend, max_pending_pushes: int) -> None:
+    def __init__(
+        self,
+        backend: Backend,
+        max_pending_pushes: int,
+        max_pending_pushes_per_principal: int | None = None,
+    ) -> None:
         self._backend = backend
         self._max_pending = max_pending_pushes
+        self._principal_share = Shares(
+            None,
+            max_pending_pushes_per_principal,
+            "max_pending_pushes",
+            "Too many requests await answers",
+        )
         self._running: dict[tuple[str, RequestId], trio.CancelScope] = {}
         self._pushes: dict[str, tuple[str, trio.MemorySendChannel[Response]]] = {}
         self._pending: dict[str, int] = {}  # pushes waiting, per session
@@ -76,12 +88,16 @@ class SessionSignals:
     # ------------------------------------------------------------------ pushed requests
 
     @contextmanager
-    def push(self, session_id: str) -> Iterator[tuple[str, trio.MemoryReceiveChannel[Response]]]:
+    def push(
+        self, session_id: str, principal: str = ""
+    ) -> Iterator[tuple[str, trio.MemoryReceiveChannel[Response]]]:
         """A fresh id for a request pushed to the session's client, and where its answer
-        arrives (from any worker). At most ``max_pending_pushes`` wait per session here."""
+        arrives (from any worker). At most ``max_pending_pushes`` wait per session here,
+        and ``max_pending_pushes_per_principal`` for all sessions of ``principal``."""
         waiting = self._pending.get(session_id, 0)
         if waiting >= self._max_pending:
             raise CapacityExceeded("max_pending_pushes", "Too many requests await this client")
+        self._principal_share.take(principal)
         push_id = f"presa-{self._backend.worker_id}-{next(self._numbers)}"
         send, receive = trio.open_memory_channel[Response](1)
         self._pushes[push_id] = (session_id, send)
@@ -96,6 +112,7 @@ class SessionSignals:
                 self._pending[session_id] = left
             else:
                 del self._pending[session_id]
+            self._principal_share.give_back(principal)
 
     async def answer(self, session_id: str, response: Response) -> None:
         """Hand the client's ``response`` to the push waiting for it, wherever it waits; an

@@ -170,6 +170,9 @@ class SessionSettings(Protocol):
     @property
     def max_pending_pushes(self) -> int: ...
 
+    @property
+    def max_pending_pushes_per_principal(self) -> int | None: ...
+
 
 SWEEP_SECONDS = 60.0
 

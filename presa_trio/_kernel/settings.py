@@ -148,7 +148,9 @@ class Sessions:
     at once, ``max_sessions_per_principal`` of them one principal's (503 past either, naming
     it in ``data.limit``). A tool's ``ctx.input`` on a session is a request to the client,
     answered within ``push_timeout`` seconds or the call fails; a session has at most
-    ``max_pending_pushes`` of them waiting on one worker.
+    ``max_pending_pushes`` of them waiting on one worker, and all sessions of one principal
+    at most ``max_pending_pushes_per_principal`` (None: no share; the anonymous principal ""
+    holds no share, as with ``Limits``).
     """
 
     enabled: bool = True
@@ -157,6 +159,7 @@ class Sessions:
     max_sessions_per_principal: int | None = 1_000
     push_timeout: float = 300.0
     max_pending_pushes: int = 16
+    max_pending_pushes_per_principal: int | None = 100
 
     def __post_init__(self) -> None:
         if not self.idle_ttl > 0:
@@ -165,9 +168,10 @@ class Sessions:
             raise ValueError("push_timeout must be positive")
         if self.max_sessions < 1 or self.max_pending_pushes < 1:
             raise ValueError("max_sessions and max_pending_pushes must be at least 1")
-        share = self.max_sessions_per_principal
-        if share is not None and share < 1:
-            raise ValueError("max_sessions_per_principal must be at least 1 (None: no share)")
+        for name in ("max_sessions_per_principal", "max_pending_pushes_per_principal"):
+            share = getattr(self, name)
+            if share is not None and share < 1:
+                raise ValueError(f"{name} must be at least 1 (None: no share)")
 
 
 DEFAULT_LIMITS = Limits()

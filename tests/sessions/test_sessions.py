@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 import trio
+import trio.testing
 from support.sessions_app import build
 
 from presa_trio import Sessions
@@ -511,3 +512,36 @@ async def test_a_session_listening_on_its_get_stream_is_not_idle(
         assert stream.status == 200
         await trio.sleep(4.0)  # longer than the idle TTL, without a request
         assert await listening.request("ping") == {}
+
+
+async def test_pushes_waiting_for_one_principals_clients_are_bounded() -> None:
+    server = build(
+        sessions=Sessions(max_pending_pushes_per_principal=2), principal=lambda ctx: "alice"
+    )
+    release = trio.Event()
+
+    async def later(key: str, request: dict[str, Any]) -> dict[str, Any]:
+        await release.wait()
+        return {"action": "accept", "content": {"name": "Ada"}}
+
+    app = server.asgi_app()
+    async with app.lifespan():
+        clients = [SessionClient(app, answer=later) for _ in range(3)]
+        for each in clients:
+            await each.initialize()
+        greetings: list[dict[str, Any]] = []
+
+        async def greet(each: SessionClient) -> None:
+            greetings.append(await each.call_tool("greet", {}))
+
+        with trio.fail_after(10):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(greet, clients[0])
+                nursery.start_soon(greet, clients[1])
+                await trio.testing.wait_all_tasks_blocked()  # both wait for their answers
+                with pytest.raises(RpcError) as refused:
+                    await clients[2].call_tool("greet", {})
+                release.set()
+    assert refused.value.status == 200  # on a live session
+    assert refused.value.data == {"retryable": True, "limit": "max_pending_pushes_per_principal"}
+    assert len(greetings) == 2
