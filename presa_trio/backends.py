@@ -13,7 +13,8 @@ the ``PRESA_STORE`` environment variable).
 
 Extensions reach the run's backend as ``ExtensionContext.backend`` and ask it for what they
 need by protocol: a backend on a SQL database is ``SqlBacked`` (a store for it runs its
-statements on ``db``, a ``SqlDatabase``), and a shared one keeps ``WorkerLeases`` (which
+statements on ``db``, a ``SqlDatabase``, and creates its tables there once with
+``Tables``), and a shared one keeps ``WorkerLeases`` (which
 workers are alive). Whether the backend works now is ``Runtime.backend_health()`` (a
 ``BackendHealth``): a shared backend's heartbeat and signal loop retry what fails, with
 backoff, and report it there.
@@ -37,6 +38,7 @@ from ._backends.sql import SharedBackend as SharedBackend
 from ._backends.sql import SqlBacked as SqlBacked
 from ._backends.sql import SqlDatabase as SqlDatabase
 from ._backends.sql import StorageUnavailable as StorageUnavailable
+from ._backends.sql import Tables as Tables
 from ._backends.sqlite import SqliteDatabase as SqliteDatabase
 
 __all__ = [
@@ -53,6 +55,7 @@ __all__ = [
     "SqlDatabase",
     "SqliteDatabase",
     "StorageUnavailable",
+    "Tables",
     "WorkerLeases",
     "check_url",
     "open_backend",

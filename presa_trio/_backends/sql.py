@@ -181,6 +181,31 @@ def in_transaction(
     return transaction
 
 
+@final
+class Tables:
+    """The tables a store keeps on a ``SqlDatabase``, created (``CREATE ... IF NOT EXISTS``
+    statements, in one serialised write) the first time the store uses the database."""
+
+    __slots__ = ("_ready", "_statements")
+
+    def __init__(self, statements: Sequence[str]) -> None:
+        self._statements = tuple(statements)
+        self._ready = False
+
+    async def ensure(self, db: SqlDatabase) -> None:
+        """Make sure the tables exist (one write the first time, none after)."""
+        if self._ready:
+            await trio.lowlevel.checkpoint()
+            return
+
+        def create(conn: Connection) -> None:
+            for statement in self._statements:
+                conn.execute(statement)
+
+        await db.write(create)
+        self._ready = True
+
+
 def messages_after(conn: Connection, after: int) -> list[Message]:
     """The message rows after number ``after``, in order (what ``SqlDatabase.changes``
     returns once it has looked)."""

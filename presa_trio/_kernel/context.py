@@ -20,10 +20,10 @@ from .._protocol import dialect
 from .._protocol.dialect import RequestMeta
 from .._protocol.headers import RoutingHeaders
 from .._protocol.input_requests import InputRequired, can_ask, check_askable, check_responses
-from .._protocol.jsonrpc import RequestId, notification_message
+from .._protocol.jsonrpc import RequestId, encode, notification_message
 from .._protocol.schema import Schemas
 from .._protocol.tokens import AccessToken
-from ..errors import MissingCapability
+from ..errors import InternalError, MissingCapability
 from .authorization import Authorization
 from .runtime import Runtime, ServiceProvider
 from .sessions import SessionRecord
@@ -55,6 +55,23 @@ class Responder(Protocol):
     ) -> None:
         """Send the final response; ``status`` and ``headers`` (an error's
         ``WWW-Authenticate``, say) are for HTTP, if no stream started yet."""
+
+
+def notification_data(
+    schemas: Schemas, definitions: Mapping[str, str], message: dict[str, Any], *, check: bool
+) -> bytes:
+    """A handler's notification as the bytes to send: checked against its ``$def`` in
+    ``schemas`` (``definitions`` by method) when ``check``, and encoded; -32603 for one that
+    is invalid or not JSON (the request fails, nothing broken is sent)."""
+    if check:
+        definition = definitions.get(message["method"], "JSONRPCNotification")
+        violations = schemas.violations(definition, message)
+        if violations:
+            raise InternalError(f"Server built an invalid notification: {violations[0]}")
+    try:
+        return encode(message)
+    except (ValueError, UnicodeEncodeError):
+        raise InternalError("Server built a notification that is not JSON") from None
 
 
 @final

@@ -47,7 +47,7 @@ from ..errors import (
     UnsupportedVersion,
 )
 from .authorization import Authorization
-from .context import Context, Responder, ServerView
+from .context import Context, Responder, ServerView, notification_data
 from .extension_hooks import Extension
 from .legacy import LegacyEra
 from .requestlog import CURRENT
@@ -438,15 +438,8 @@ class Dispatcher:
         """How a handler's notifications reach its request's responder (``ctx.notify``):
         checked (when outbound validation is on) and encoded; one that is not JSON fails
         the request with -32603."""
-        if self.settings.validation.outbound:
-            definition = self._notification_defs.get(message["method"], "JSONRPCNotification")
-            violations = self.schemas.violations(definition, message)
-            if violations:
-                raise InternalError(f"Server built an invalid notification: {violations[0]}")
-        try:
-            data = encode(message)
-        except (ValueError, UnicodeEncodeError):
-            raise InternalError("Server built a notification that is not JSON") from None
+        check = self.settings.validation.outbound
+        data = notification_data(self.schemas, self._notification_defs, message, check=check)
         await responder.notify(data)
 
     def _check_result(self, route: Route, result: Mapping[str, Any]) -> None:

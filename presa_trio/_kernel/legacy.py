@@ -40,7 +40,7 @@ from ..errors import (
 )
 from .authorization import Authorization
 from .bus import EVERY_RESOURCE, BusEvent, covers
-from .context import Context, InputRequests, Responder, ServerView
+from .context import Context, InputRequests, Responder, ServerView, notification_data
 from .routes import Route
 from .runtime import Runtime
 from .sessions import (
@@ -59,7 +59,8 @@ KEEPALIVE_SECONDS = 15.0
 #: A GET stream's claim on its session lasts this long past its last keepalive: a worker
 #: that died holding one blocks a new GET for at most this long.
 STREAM_CLAIM_SECONDS = 3 * KEEPALIVE_SECONDS
-SESSION_CHANGES = "sessionChanges"  # the bus key a session's GET stream watches
+SESSION_CHANGES = "presa/sessionChanges"  # the bus key a session's GET stream watches (no
+# listen filter can ask it)
 _LIST_FLAGS = (
     ("toolsListChanged", "tools"),
     ("promptsListChanged", "prompts"),
@@ -126,16 +127,8 @@ class LegacyEra:
     ) -> None:
         """How a session's notifications reach its responder: checked against its version's
         schema (when outbound validation is on) and encoded."""
-        if self._served.settings.validation.outbound:
-            definition = definitions.get(message["method"], "JSONRPCNotification")
-            violations = schemas.violations(definition, message)
-            if violations:
-                raise InternalError(f"Server built an invalid notification: {violations[0]}")
-        try:
-            data = encode(message)
-        except (ValueError, UnicodeEncodeError):
-            raise InternalError("Server built a notification that is not JSON") from None
-        await responder.notify(data)
+        check = self._served.settings.validation.outbound
+        await responder.notify(notification_data(schemas, definitions, message, check=check))
 
     def _request_def(self, version: str, method: str) -> str | None:
         self.schemas(version)
@@ -368,20 +361,16 @@ class LegacyEra:
             await sessions.store.change(record.session_id, lambda r: replace(r, log_level=level))
             return {}
         uri = params["uri"]
-        if method == "resources/subscribe":
-            if "resources" not in self._served.capabilities():
-                raise MethodNotFound("Method not found: resources/subscribe")
+        subscribing = method == "resources/subscribe"
+        if subscribing and "resources" not in self._served.capabilities():
+            raise MethodNotFound("Method not found: resources/subscribe")
 
-            def subscribe(r: SessionRecord) -> SessionRecord:
+        def change(r: SessionRecord) -> SessionRecord:
+            if subscribing:
                 return replace(r, subscriptions=r.subscriptions | {uri})
+            return replace(r, subscriptions=r.subscriptions - {uri})
 
-            await sessions.store.change(record.session_id, subscribe)
-        else:
-
-            def unsubscribe(r: SessionRecord) -> SessionRecord:
-                return replace(r, subscriptions=r.subscriptions - {uri})
-
-            await sessions.store.change(record.session_id, unsubscribe)
+        await sessions.store.change(record.session_id, change)
         runtime.publish(session_changed(record.session_id))
         return {}
 

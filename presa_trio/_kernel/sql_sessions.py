@@ -5,10 +5,8 @@ from __future__ import annotations
 
 from typing import final
 
-import trio
-
 from .._backends.protocol import Backend
-from .._backends.sql import Connection, SqlBacked, SqlDatabase
+from .._backends.sql import Connection, SqlBacked, SqlDatabase, Tables
 from ..errors import CapacityExceeded
 from .sessions import Change, SessionLimits, SessionRecord, SessionStore, decode, encode, now_ms
 
@@ -32,19 +30,10 @@ class SqlSessionStore:
 
     def __init__(self, db: SqlDatabase) -> None:
         self.db = db
-        self._ready = False
+        self._tables = Tables(_SCHEMA)
 
     async def _prepare(self) -> None:
-        if self._ready:
-            await trio.lowlevel.checkpoint()
-            return
-
-        def create(conn: Connection) -> None:
-            for statement in _SCHEMA:
-                conn.execute(statement)
-
-        await self.db.write(create)
-        self._ready = True
+        await self._tables.ensure(self.db)
 
     async def create(self, record: SessionRecord, limits: SessionLimits) -> None:
         await self._prepare()

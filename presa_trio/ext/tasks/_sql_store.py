@@ -21,7 +21,7 @@ from typing import Any, TypeVar, final
 
 import trio
 
-from ...backends import Connection, SqlDatabase
+from ...backends import Connection, SqlDatabase, Tables
 from ...errors import CapacityExceeded
 from ...extensions import to_json
 from ._states import Status, TaskRecord
@@ -115,7 +115,7 @@ class SqlTaskStore:
 
     def __init__(self, db: SqlDatabase) -> None:
         self.db = db
-        self._ready = False
+        self._tables = Tables(_SCHEMA)
 
     async def _write(self, fn: Callable[[Connection], T]) -> T:
         """``fn``'s statements as one transaction, serialised with every other write."""
@@ -128,16 +128,7 @@ class SqlTaskStore:
         return await self.db.run(fn)
 
     async def _prepare(self) -> None:
-        if self._ready:
-            await trio.lowlevel.checkpoint()
-            return
-
-        def create(conn: Connection) -> None:
-            for statement in _SCHEMA:
-                conn.execute(statement)
-
-        await self.db.write(create)
-        self._ready = True
+        await self._tables.ensure(self.db)
 
     async def create(self, task: TaskRecord, limits: TaskLimits) -> None:
         def insert(conn: Connection) -> None:
