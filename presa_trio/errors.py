@@ -21,12 +21,14 @@ __all__ = [
     "MethodNotFound",
     "MissingCapability",
     "ParseError",
+    "RequestCancelled",
     "RequestTimeout",
     "RequestTooLarge",
     "ResourceNotFound",
     "ServiceUnavailable",
     "SessionConflict",
     "SessionNotFound",
+    "SessionRequired",
     "ToolError",
     "Unauthorized",
     "UnsupportedVersion",
@@ -155,6 +157,25 @@ class SessionNotFound(McpError):
 
     def __init__(self) -> None:
         super().__init__("Session not found")
+
+
+class RequestCancelled(McpError):
+    """An older-era session's request its client cancelled (``notifications/cancelled``).
+    Over HTTP its stream still ends, with this (-32800), which the client ignores; on stdio
+    the request is not answered at all."""
+
+    code = -32800
+
+    def __init__(self) -> None:
+        super().__init__("Request cancelled")
+
+
+class SessionRequired(InvalidRequest):
+    """A request of the older era without ``Mcp-Session-Id``: HTTP 400 (about the exchange
+    itself, so not the HTTP 200 that errors on a live session get)."""
+
+    def __init__(self) -> None:
+        super().__init__("Bad Request: Mcp-Session-Id header is required")
 
 
 class SessionConflict(InvalidRequest):

@@ -43,6 +43,7 @@ from ..errors import (
     MissingCapability,
     ServiceUnavailable,
     SessionNotFound,
+    SessionRequired,
     Unauthorized,
     UnsupportedVersion,
 )
@@ -306,12 +307,12 @@ class Dispatcher:
     def session_status(error: McpError, *, opening: bool = False) -> int:
         """The HTTP status of an older-era error: 200 on a live session (the error is in
         the body), the error's own where there is no session (yet), or it is gone."""
-        if opening or isinstance(error, SessionNotFound | Unauthorized | ServiceUnavailable):
+        if opening or isinstance(
+            error, SessionNotFound | SessionRequired | Unauthorized | ServiceUnavailable
+        ):
             return error.http_status
         if isinstance(error, InvalidRequest) and error.http_status != 400:
             return error.http_status  # 409 and the like: about the HTTP exchange itself
-        if isinstance(error, InvalidRequest) and error.message.startswith("Bad Request"):
-            return 400
         return 200
 
     def session_error(self, request_id: RequestId | None, error: McpError) -> bytes:

@@ -35,8 +35,10 @@ from ..errors import (
     McpError,
     MethodNotFound,
     MissingCapability,
+    RequestCancelled,
     SessionConflict,
     SessionNotFound,
+    SessionRequired,
 )
 from .authorization import Authorization
 from .bus import EVERY_RESOURCE, BusEvent, covers
@@ -48,8 +50,8 @@ from .sessions import (
     RunSessions,
     SessionRecord,
     SessionStore,
+    due_for_renewal,
     now_ms,
-    renewed,
 )
 from .settings import Served
 
@@ -130,6 +132,12 @@ class LegacyEra:
         check = self._served.settings.validation.outbound
         await responder.notify(notification_data(schemas, definitions, message, check=check))
 
+    def _view_of(self, version: str) -> ServerView:
+        """What the contexts of ``version``'s sessions share: its schema checks their
+        notifications."""
+        self.schemas(version)
+        return self._views[version]
+
     def _request_def(self, version: str, method: str) -> str | None:
         self.schemas(version)
         return self._defs[version].get(method)
@@ -145,14 +153,13 @@ class LegacyEra:
         authorization: Authorization | None,
         headers: RoutingHeaders | None,
     ) -> Context:
-        self.schemas(meta.protocol_version)
         return Context(
             request_id,
             method,
             params,
             meta,
             runtime=runtime,
-            server=self._views[meta.protocol_version],
+            server=self._view_of(meta.protocol_version),
             responder=responder,
             headers=headers,
             authorization=authorization,
@@ -230,7 +237,7 @@ class LegacyEra:
         context on it; ``SessionNotFound`` (404) for any other, and 400 without an id."""
         sessions = self._sessions(runtime)
         if session_id is None:
-            raise InvalidRequest("Bad Request: Mcp-Session-Id header is required")
+            raise SessionRequired()
         if not era.valid_session_id(session_id):
             raise SessionNotFound()
         record = await sessions.store.get(session_id)
@@ -248,10 +255,8 @@ class LegacyEra:
         )
         if ctx.principal != record.principal:  # indistinguishable from an unknown session
             raise SessionNotFound()
-        now = now_ms()
-        fresh = renewed(record, int(sessions.settings.idle_ttl * 1000), now)
-        if fresh is not None:
-            ttl = int(sessions.settings.idle_ttl * 1000)
+        now, ttl = now_ms(), int(sessions.settings.idle_ttl * 1000)
+        if due_for_renewal(record, ttl, now):
             changed = await sessions.store.change(
                 session_id, lambda r: replace(r, expires_ms=now + ttl)
             )
@@ -532,17 +537,6 @@ class LegacyEra:
             return replace(r, stream_until_ms=until, expires_ms=max(r.expires_ms, expires))
 
         return await sessions.store.change(session_id, renew) is not None and held
-
-
-class RequestCancelled(McpError):
-    """The client cancelled its request (``notifications/cancelled``); what it is answered
-    is ignored by the client, and says so."""
-
-    code = -32800
-    http_status = 200
-
-    def __init__(self) -> None:
-        super().__init__("Request cancelled")
 
 
 @final

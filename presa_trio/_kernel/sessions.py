@@ -14,7 +14,7 @@ import json
 import logging
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, final
 
 import trio
@@ -144,12 +144,10 @@ class MemorySessionStore:
         return len(gone)
 
 
-def renewed(record: SessionRecord, ttl_ms: int, now: int) -> SessionRecord | None:
-    """``record`` with its expiry pushed out, when a quarter of its TTL has passed since it
-    was last renewed (None: not yet, nothing to write)."""
-    if record.expires_ms - now > ttl_ms * 3 // 4:
-        return None
-    return replace(record, expires_ms=now + ttl_ms)
+def due_for_renewal(record: SessionRecord, ttl_ms: int, now: int) -> bool:
+    """Whether a quarter of ``record``'s TTL has passed since it was last renewed (before,
+    a request writes nothing)."""
+    return record.expires_ms - now <= ttl_ms * 3 // 4
 
 
 class SessionSettings(Protocol):

@@ -128,10 +128,6 @@ def project_result(result: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-#: The older era's code for a resource that does not exist (2026-07-28 says -32602).
-RESOURCE_NOT_FOUND = -32002
-
-
 def legacy_meta(
     version: str,
     capabilities: Mapping[str, Any],

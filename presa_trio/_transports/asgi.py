@@ -24,6 +24,7 @@ from .._kernel.tracing import http_attributes
 from .._process.shutdown import ShutdownBound
 from .._protocol import cors, era, sse
 from .._protocol.cors import expose as exposed_headers
+from .._protocol.dialect import PROTOCOL_VERSION
 from .._protocol.headers import (
     PROTOCOL_VERSION_HEADER,
     HostPolicy,
@@ -310,13 +311,14 @@ class AsgiApp:
             or mcp_headers.get(PROTOCOL_VERSION_HEADER) != _MODERN_VERSION
         ):  # one look: a 2026-07-28 request (one 2026-07-28 version header) goes on below
             request_id = None if isinstance(message, Notification) else message.id
+            routing = RoutingHeaders.grouped(mcp_headers)
             try:
-                session_id = _one(mcp_headers, era.SESSION_HEADER)
+                session_id = routing.get(era.SESSION_HEADER)
             except McpError as malformed:  # repeated, or not visible ASCII: named in a 400
                 await self._refuse(send, malformed, allowed, request_id)
                 return
             try:
-                version = _one(mcp_headers, PROTOCOL_VERSION_HEADER)
+                version = routing.get(PROTOCOL_VERSION_HEADER)
             except McpError as malformed:
                 if session_id is not None:  # a session's message: named in a 400
                     await self._refuse(send, malformed, allowed, request_id)
@@ -331,7 +333,7 @@ class AsgiApp:
                     message,
                     session_id,
                     version,
-                    mcp_headers,
+                    routing,
                     receive,
                     send,
                     allowed,
@@ -366,7 +368,7 @@ class AsgiApp:
         message: Request | Notification | Response,
         session_id: str | None,
         version: str | None,
-        mcp_headers: dict[str, list[bytes]],
+        routing: RoutingHeaders,
         receive: Receive,
         send: Send,
         allowed: list[tuple[bytes, bytes]],
@@ -375,7 +377,6 @@ class AsgiApp:
         """One POST of the older era: a request (``initialize`` opens a session), or a
         notification or an answer of the client's (202 once taken)."""
         runtime, dispatcher = self._runtime, self.dispatcher
-        routing = RoutingHeaders.grouped(mcp_headers)
         request_id = message.id if isinstance(message, Request | Response) else None
         if version is not None and version not in era.LEGACY_VERSIONS:
             await self._refuse(send, _unsupported(version), allowed, request_id)
@@ -416,9 +417,10 @@ class AsgiApp:
     ) -> None:
         """An older-era session's GET stream (until the session ends, the client goes or
         the run drains) or its ``DELETE``."""
+        routing = RoutingHeaders.grouped(mcp_headers)
         try:
-            session_id = _one(mcp_headers, era.SESSION_HEADER)
-            version = _one(mcp_headers, PROTOCOL_VERSION_HEADER)
+            session_id = routing.get(era.SESSION_HEADER)
+            version = routing.get(PROTOCOL_VERSION_HEADER)
         except McpError as error:
             await self._refuse(send, error, allowed)
             return
@@ -429,7 +431,6 @@ class AsgiApp:
             responder = HttpResponder(send, request.cancel_scope, self.write_timeout, allowed)
             if method == "GET":
                 request.start_soon(_cancel_on_disconnect, receive, request.cancel_scope, responder)
-            routing = RoutingHeaders.grouped(mcp_headers)
             refusal = await self.dispatcher.session_exchange(
                 method, session_id, responder, self._runtime, authorization, None, routing
             )
@@ -485,19 +486,13 @@ async def _cancel_on_disconnect(
         request.cancel()
 
 
-_MODERN_VERSION = [era.Era.MODERN.value.encode()]
+_MODERN_VERSION = [PROTOCOL_VERSION.encode()]
 
 
 def _unsupported(version: str) -> InvalidRequest:
     """A session's message naming a version its sessions do not speak (2025 transports:
     400)."""
     return InvalidRequest(f"Bad Request: Unsupported protocol version: {version}")
-
-
-def _one(mcp_headers: dict[str, list[bytes]], name: str) -> str | None:
-    """The value of the single-valued MCP header ``name`` (``HeaderMismatch`` if repeated
-    or not visible ASCII)."""
-    return RoutingHeaders.grouped(mcp_headers).get(name)
 
 
 def _own_path(scope: Scope) -> str:
