@@ -55,7 +55,9 @@ def _parse_body(content_type: str, body: bytes) -> list[dict[str, Any]]:
     """JSON or SSE bodies to messages (SSE: one ``data:`` line per event)."""
     if content_type.startswith("text/event-stream"):
         return [
-            json.loads(line[5:]) for line in body.decode().splitlines() if line.startswith("data:")
+            json.loads(line[5:])
+            for line in body.decode().splitlines()
+            if line.startswith("data:") and line[5:].strip()
         ]
     if content_type.startswith("application/json") and body:
         return [json.loads(body)]
@@ -144,6 +146,8 @@ class Stream:
         self._exchange = exchange
         self._check = check
         self._buffer = b""
+        #: The id of the last event read that had one (a resumable stream's).
+        self.last_event_id: str | None = None
 
     @property
     def status(self) -> int:
@@ -175,8 +179,10 @@ class Stream:
                 raise EOFError("stream ended") from None
         frame, self._buffer = self._buffer.split(b"\n\n", 1)
         for line in frame.decode().splitlines():
-            if line.startswith("data:"):
+            if line.startswith("id:"):
+                self.last_event_id = line[3:].strip()
+            elif line.startswith("data:") and line[5:].strip():
                 event: dict[str, Any] = json.loads(line[5:])
                 self._check(event)
                 return event
-        return await self.next()  # a comment (keep-alive) frame
+        return await self.next()  # a comment (keep-alive) frame, or a priming event

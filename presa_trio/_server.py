@@ -24,7 +24,7 @@ from ._kernel.bus import SubscriptionBus
 from ._kernel.context import Context
 from ._kernel.dispatcher import Dispatcher
 from ._kernel.extension_hooks import Extension, ExtensionContext
-from ._kernel.legacy import session_store_for
+from ._kernel.legacy import session_store_for, stream_log_for
 from ._kernel.methods import core_routes
 from ._kernel.registry import Completer, Prompt, Registry, Resource, ResourceTemplate, Tool
 from ._kernel.runtime import Runtime
@@ -416,6 +416,7 @@ class Server:
                             settings.sessions.max_pending_pushes_per_principal,
                         ),
                         settings.sessions,
+                        stream_log_for(opened),
                     )
                 try:
                     if opened.shared:

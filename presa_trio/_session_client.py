@@ -23,6 +23,9 @@ from ._transports.asgi import AsgiApp
 
 Answer = Callable[[str, dict[str, Any]], Any]
 
+#: How many times one request's stream may be resumed before the client gives up.
+MAX_RESUMES = 5
+
 #: The ``$def`` of each request a server may push, and of its answer.
 _PUSHED = {
     "elicitation/create": "ElicitRequest",
@@ -64,6 +67,10 @@ class SessionClient:
         self.initialize_result: dict[str, Any] = {}
         #: Every notification received, in order, on any of this session's responses.
         self.notifications: list[dict[str, Any]] = []
+        #: The id of the last event seen on a resumable stream, and how many times a
+        #: stream was resumed with it.
+        self.last_event_id: str | None = None
+        self.resumed = 0
         self._next_id = 0
 
     # ------------------------------------------------------------------ the wire
@@ -101,27 +108,44 @@ class SessionClient:
 
     async def request(self, method: str, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """Send a request on the session and return its result, answering pushed requests
-        and collecting notifications on the way; a JSON-RPC error raises ``RpcError``."""
+        and collecting notifications on the way; a JSON-RPC error raises ``RpcError``. A
+        stream that ends before its response, having named an event, is resumed as the
+        2025-11-25 transport says: a GET with ``Last-Event-ID`` (``resumed`` counts them)."""
         self._next_id += 1
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": self._next_id, "method": method}
         if params is not None:
             message["params"] = dict(params)
         self._check(self._requests.get(method, "JSONRPCRequest"), message)
         exchange = Exchange(json.dumps(message).encode())
-        async with trio.open_nursery() as nursery:
-            scope = asgi_scope("POST", self.app.path, self.headers())
-            nursery.start_soon(self.app, scope, exchange.receive, exchange.send)
-            try:
-                final, status = await self._read(exchange, message["id"], method)
-            finally:
-                exchange.disconnected.set()
+        scope = asgi_scope("POST", self.app.path, self.headers())
+        async with trio.open_nursery() as nursery:  # the POST's call may outlive its stream
+            for _ in range(MAX_RESUMES + 1):
+                nursery.start_soon(self.app, scope, exchange.receive, exchange.send)
+                try:
+                    final, status = await self._read(exchange, message["id"], method)
+                finally:
+                    exchange.disconnected.set()
+                if final is not None:
+                    break
+                self.resumed += 1
+                exchange, scope = Exchange(b""), self._resumption()
+            else:
+                raise EOFError(f"the {method} stream was resumed {MAX_RESUMES} times in vain")
         return self._final(final, status, method)  # raised here: not inside a group
+
+    def _resumption(self) -> dict[str, Any]:
+        """The GET that resumes the stream whose last event seen is ``last_event_id``."""
+        assert self.last_event_id is not None
+        headers = [(k, v) for k, v in self.headers() if k != "content-type"]
+        headers.append(("last-event-id", self.last_event_id))
+        return asgi_scope("GET", self.app.path, headers)
 
     async def _read(
         self, exchange: Exchange, request_id: int, method: str
-    ) -> tuple[dict[str, Any], int]:
+    ) -> tuple[dict[str, Any] | None, int]:
         """The response to ``request_id`` and the HTTP status, once pushed requests on the
-        way are answered and notifications collected."""
+        way are answered and notifications collected; None for a stream that ended first
+        after naming an event (it can be resumed)."""
         await exchange.started.wait()
         if exchange.headers.get("mcp-session-id") and method == "initialize":
             self.session_id = exchange.headers["mcp-session-id"]
@@ -130,17 +154,25 @@ class SessionClient:
         if not streaming:
             body = b"".join([chunk async for chunk in exchange.chunks])
             return json.loads(body), exchange.status
+        named = False
         while True:
             await trio.lowlevel.checkpoint()
             while b"\n\n" not in buffer:
                 try:
                     buffer += await exchange.chunks.receive()
                 except trio.EndOfChannel:
+                    if named:
+                        return None, exchange.status
                     raise EOFError(f"the {method} stream ended without its response") from None
             frame, buffer = buffer.split(b"\n\n", 1)
-            data = [line[5:] for line in frame.decode().splitlines() if line.startswith("data:")]
-            if not data:
-                continue  # a keepalive comment
+            data = []
+            for line in frame.decode().splitlines():
+                if line.startswith("id:"):
+                    self.last_event_id, named = line[3:].strip(), True
+                elif line.startswith("data:"):
+                    data.append(line[5:].strip())
+            if not data or not data[0]:
+                continue  # a keepalive comment, or the priming event
             event: dict[str, Any] = json.loads(data[0])
             if "method" in event and "id" in event:
                 await self._answer_push(event)

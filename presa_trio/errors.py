@@ -29,6 +29,7 @@ __all__ = [
     "SessionConflict",
     "SessionNotFound",
     "SessionRequired",
+    "StreamNotHeld",
     "ToolError",
     "Unauthorized",
     "UnsupportedVersion",
@@ -182,6 +183,16 @@ class SessionConflict(InvalidRequest):
     """A second GET stream for a session that already has one: HTTP 409."""
 
     http_status = 409
+
+
+class StreamNotHeld(InvalidRequest):
+    """A ``Last-Event-ID`` that names no place in a stream this session still holds: never
+    given, expired, or another session's (all answered alike): HTTP 400."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "Bad Request: Last-Event-ID names no event of a stream this session still holds"
+        )
 
 
 class InternalError(McpError):

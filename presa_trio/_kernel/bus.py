@@ -29,6 +29,9 @@ RESOURCE_SUBSCRIPTIONS = "resourceSubscriptions"
 #: A filter flag that hears the updates of every resource: the server's own (an older-era
 #: session's GET stream, which decides by its subscriptions); no listen filter can ask it.
 EVERY_RESOURCE = "presa/everyResource"
+#: The filter key a resumed stream follows its stream by (its value the stream's id): the
+#: server's own, no listen filter can ask it.
+STREAM_ADVANCED = "presa/streamAdvanced"
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +54,7 @@ class BusEvent:
         of their own (an extension's), which are never merged."""
         if self.value is None:
             return self.method
-        if self.key == RESOURCE_SUBSCRIPTIONS:
+        if self.key in (RESOURCE_SUBSCRIPTIONS, STREAM_ADVANCED):
             return f"{self.method} {self.value}"
         return None
 

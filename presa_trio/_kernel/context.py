@@ -12,7 +12,7 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Protocol, TypeVar, final, overload
+from typing import Any, Protocol, TypeVar, final, overload, runtime_checkable
 
 import trio
 
@@ -55,6 +55,14 @@ class Responder(Protocol):
     ) -> None:
         """Send the final response; ``status`` and ``headers`` (an error's
         ``WWW-Authenticate``, say) are for HTTP, if no stream started yet."""
+
+
+@runtime_checkable
+class Reconnectable(Protocol):
+    """A responder whose connection can close while its request runs on (a resumable
+    stream: its client reconnects)."""
+
+    async def close_connection(self) -> None: ...
 
 
 def notification_data(
@@ -347,6 +355,23 @@ class Context:
             check_askable(self.meta.client_capabilities, missing)
             raise InputRequired(missing, state)
         return found
+
+    def respond_through(self, responder: Responder) -> None:
+        """Send this request's notifications through ``responder`` from now on (an
+        older-era session's resumable stream logs each on its way)."""
+        self._responder = responder
+
+    async def close_stream(self) -> bool:
+        """Close the connection of this request's stream now, without ending the request:
+        the client reconnects after the stream's ``retry`` delay with ``Last-Event-ID`` and
+        gets what followed, then the answer (SEP-1699 polling). Only an older-era session's
+        resumable stream can be closed so; elsewhere this does nothing and returns False."""
+        responder = self._responder
+        if isinstance(responder, Reconnectable):
+            await responder.close_connection()
+            return True
+        await trio.lowlevel.checkpoint()
+        return False
 
     def ask_with(self, provide: InputProvider) -> None:
         """Have ``provide`` answer this request's ``ctx.input`` instead of an MRTR round

@@ -52,6 +52,7 @@ from .context import Context, Responder, ServerView, notification_data
 from .extension_hooks import Extension
 from .legacy import LegacyEra
 from .requestlog import CURRENT
+from .resumable import Reply
 from .routes import Route
 from .runtime import Runtime
 from .settings import Served, Settings
@@ -223,6 +224,7 @@ class Dispatcher:
         try:
             extra: Sequence[tuple[str, str]] = ()
             succeeded = False
+            reply = Reply(responder)
             try:
                 legacy = self.legacy
                 if runtime is None:
@@ -239,7 +241,7 @@ class Dispatcher:
                         request,
                         session_id,
                         self._routes,
-                        responder,
+                        reply,
                         runtime,
                         authorization,
                         headers,
@@ -255,7 +257,7 @@ class Dispatcher:
                 data = self.session_error(request.id, error)
                 status = self.session_status(error, opening=new_session is not None)
                 extra = error.http_headers
-            await responder.finish(data, status, extra)
+            await reply.responder.finish(data, status, extra)
             return succeeded
         finally:
             if span is not None:
@@ -271,6 +273,7 @@ class Dispatcher:
         authorization: Authorization | None,
         message: Request | Notification | Response | None = None,
         headers: routing.RoutingHeaders | None = None,
+        last_event_id: str | None = None,
     ) -> McpError | None:
         """Serve what an older-era session sends besides requests: a notification or an
         answer (POST), its GET stream, its end (DELETE). Returns the error to answer (shaped
@@ -284,7 +287,9 @@ class Dispatcher:
             if legacy is None:
                 raise MethodNotFound("Method not found: this server serves 2026-07-28 only")
             if method == "GET":
-                await legacy.stream(session_id, responder, runtime, authorization, headers)
+                await legacy.stream(
+                    session_id, responder, runtime, authorization, headers, last_event_id
+                )
             elif method == "DELETE":
                 await legacy.end(session_id, runtime, authorization, headers)
             elif isinstance(message, Response):

@@ -39,10 +39,12 @@ from ..errors import (
     SessionConflict,
     SessionNotFound,
     SessionRequired,
+    StreamNotHeld,
 )
 from .authorization import Authorization
 from .bus import EVERY_RESOURCE, BusEvent, covers
 from .context import Context, InputRequests, Responder, ServerView, notification_data
+from .resumable import EventTransport, Reply, open_stream, resumable, resume
 from .routes import Route
 from .runtime import Runtime
 from .sessions import (
@@ -54,6 +56,7 @@ from .sessions import (
     now_ms,
 )
 from .settings import Served
+from .stream_log import MemoryStreamLog, StreamLog
 
 logger = logging.getLogger("presa_trio")
 
@@ -91,6 +94,17 @@ def session_store_for(backend: Backend) -> SessionStore:
         if found is not None:
             return found
     return MemorySessionStore()
+
+
+def stream_log_for(backend: Backend) -> StreamLog:
+    """The resumable streams' log of a run on ``backend``: its database when it has one."""
+    if backend.shared:
+        from .sql_stream_log import stream_log_on
+
+        found = stream_log_on(backend)
+        if found is not None:
+            return found
+    return MemoryStreamLog()
 
 
 def session_changed(session_id: str) -> BusEvent:
@@ -271,12 +285,14 @@ class LegacyEra:
         request: Request,
         session_id: str | None,
         routes: Mapping[str, Route],
-        responder: Responder,
+        reply: Reply,
         runtime: Runtime,
         authorization: Authorization | None,
         headers: RoutingHeaders | None = None,
     ) -> dict[str, Any]:
-        """Serve one request of a session; its result, written for the session's version."""
+        """Serve one request of a session; its result, written for the session's version.
+        A request whose stream can be resumed answers through that stream (``reply``)."""
+        responder = reply.responder
         params = request.params if request.params is not None else {}
         record, ctx = await self.find(  # the session first: junk params of a gone one are 404
             session_id,
@@ -316,6 +332,12 @@ class LegacyEra:
         if route.requires is not None and not dialect.declares(record.capabilities, route.requires):
             raise MissingCapability("Missing required client capability", dict(route.requires))
         sessions = self._sessions(runtime)
+        transport = resumable(sessions, record, request.method, responder)
+        if transport is not None:
+            logged = await open_stream(transport, sessions, record, request.id, runtime)
+            if logged is not None:
+                reply.responder = responder = logged
+                ctx.respond_through(logged)
         ctx.ask_with(_Pushes(self, record, responder, sessions))
         with (
             sessions.signals.running(record.session_id, request.id) as scope,
@@ -421,9 +443,11 @@ class LegacyEra:
     ) -> None:
         """``DELETE``: end the session on every worker (its GET stream closes)."""
         record, _ = await self.find(session_id, runtime, authorization, headers=headers)
-        if not await self._sessions(runtime).store.delete(record.session_id):
+        sessions = self._sessions(runtime)
+        if not await sessions.store.delete(record.session_id):
             raise SessionNotFound()
         runtime.publish(session_changed(record.session_id))
+        await sessions.streams.delete_session(record.session_id)
 
     async def stream(
         self,
@@ -432,14 +456,21 @@ class LegacyEra:
         runtime: Runtime,
         authorization: Authorization | None,
         headers: RoutingHeaders | None = None,
+        last_event_id: str | None = None,
     ) -> None:
         """The session's GET stream: list changes and updates of subscribed resources, from
         any worker, with a keepalive after each quiet spell, until the session ends, the
-        client goes or the run drains. One per session (409 for a second)."""
+        client goes or the run drains. One per session (409 for a second). With
+        ``last_event_id``, the resumption of the request stream it names instead."""
         record, ctx = await self.find(
             session_id, runtime, authorization, responder=responder, headers=headers
         )
         sessions = self._sessions(runtime)
+        if last_event_id is not None:
+            if not isinstance(responder, EventTransport):
+                raise StreamNotHeld()
+            await resume(responder, sessions, record, last_event_id, runtime)
+            return
         holder = f"{runtime.backend.worker_id}:{time.monotonic_ns()}"
         if not await self._claim(sessions, record.session_id, holder):
             raise SessionConflict("Conflict: this session already has a GET stream")

@@ -22,6 +22,7 @@ import trio
 from .._boundary import error_boundary
 from ..errors import CapacityExceeded, McpError
 from .session_signals import SessionSignals
+from .stream_log import StreamLimits, StreamLog
 
 logger = logging.getLogger("presa_trio")
 
@@ -171,6 +172,24 @@ class SessionSettings(Protocol):
     @property
     def max_pending_pushes_per_principal(self) -> int | None: ...
 
+    @property
+    def resumable(self) -> bool: ...
+
+    @property
+    def retry(self) -> float: ...
+
+    @property
+    def stream_retention(self) -> float: ...
+
+    @property
+    def max_stream_events(self) -> int: ...
+
+    @property
+    def max_stream_bytes(self) -> int: ...
+
+    @property
+    def max_streams_per_session(self) -> int: ...
+
 
 SWEEP_SECONDS = 60.0
 
@@ -183,6 +202,18 @@ class RunSessions:
     store: SessionStore
     signals: SessionSignals
     settings: SessionSettings
+    streams: StreamLog
+    stream_limits: StreamLimits = field(init=False)
+
+    def __post_init__(self) -> None:
+        settings = self.settings
+        self.stream_limits = StreamLimits(
+            settings.max_stream_events,
+            settings.max_stream_bytes,
+            int(settings.stream_retention * 1000),
+            int(settings.idle_ttl * 1000),
+            settings.max_streams_per_session,
+        )
 
     @property
     def limits(self) -> SessionLimits:
@@ -196,5 +227,6 @@ class RunSessions:
             with error_boundary("sweeping expired sessions", logger):
                 try:
                     await self.store.delete_expired(now_ms())
+                    await self.streams.delete_expired(now_ms())
                 except McpError as exc:  # a store that is down says so once, retryable
                     logger.warning("expired sessions were not swept: %s", exc.message)

@@ -151,6 +151,17 @@ class Sessions:
     ``max_pending_pushes`` of them waiting on one worker, and all sessions of one principal
     at most ``max_pending_pushes_per_principal`` (None: no share; the anonymous principal ""
     holds no share, as with ``Limits``).
+
+    ``resumable``: a 2025-11-25 session's ``tools/call``, ``resources/read`` and
+    ``prompts/get`` answer on a stream that survives a dropped connection. Each message is
+    logged in the run's backend before it is sent; the stream opens with a priming event
+    (an id, and ``retry`` seconds for the client to wait before reconnecting), and a client
+    that reconnects with ``Last-Event-ID`` to any worker gets what followed, then the rest.
+    A dropped connection no longer cancels such a request (``notifications/cancelled``
+    does). A stream logs at most ``max_stream_events`` messages and ``max_stream_bytes`` of
+    them (its answer always; later notifications are sent but not logged), is kept
+    ``stream_retention`` seconds after its answer, and a session keeps at most
+    ``max_streams_per_session`` (its oldest answered ones are let go first).
     """
 
     enabled: bool = True
@@ -160,8 +171,19 @@ class Sessions:
     push_timeout: float = 300.0
     max_pending_pushes: int = 16
     max_pending_pushes_per_principal: int | None = 100
+    resumable: bool = True
+    retry: float = 1.0
+    stream_retention: float = 300.0
+    max_stream_events: int = 10_000
+    max_stream_bytes: int = 8 * 1024 * 1024
+    max_streams_per_session: int = 100
 
     def __post_init__(self) -> None:
+        if not self.retry >= 0 or not self.stream_retention > 0:
+            raise ValueError("retry must be at least 0 and stream_retention positive")
+        for name in ("max_stream_events", "max_stream_bytes", "max_streams_per_session"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1")
         if not self.idle_ttl > 0:
             raise ValueError("idle_ttl must be positive")
         if not self.push_timeout > 0:

@@ -78,6 +78,29 @@ def new_session_id() -> str:
     return secrets.token_urlsafe(24)
 
 
+def new_stream_id() -> str:
+    """A fresh resumable stream's id: 128 random bits as 22 URL-safe characters (a client
+    cannot guess another's)."""
+    return secrets.token_urlsafe(16)
+
+
+def event_id(stream_id: str, seq: int) -> str:
+    """The id of event ``seq`` of a resumable stream: it names the stream and the place."""
+    return f"{stream_id}_{seq}"
+
+
+def parse_event_id(value: str) -> tuple[str, int] | None:
+    """The stream and place a ``Last-Event-ID`` names; None for one this server never
+    gives."""
+    match = _EVENT_ID.fullmatch(value)
+    if match is None:
+        return None
+    return match[1], int(match[2])
+
+
+_EVENT_ID = re.compile(r"([A-Za-z0-9_-]{22})_(0|[1-9][0-9]{0,8})")
+
+
 def valid_session_id(value: str) -> bool:
     """Whether ``value`` can be a session id at all (visible ASCII, at most 256 long)."""
     return _SESSION_ID.fullmatch(value) is not None

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Unpack, final
 
@@ -258,7 +258,9 @@ class AsgiApp:
                 return
             authorization = Authorization(token, self.auth)
         if method != "POST":  # an older-era session's GET stream, or its end
-            await self._session_exchange(method, mcp_headers, receive, send, allowed, authorization)
+            await self._session_exchange(
+                method, scope["headers"], mcp_headers, receive, send, allowed, authorization
+            )
             return
         read: bytes | McpError | None = None  # the body, or why there is none to serve
         # A nursery per request holds its disconnect watcher beside the dispatcher; its
@@ -409,6 +411,7 @@ class AsgiApp:
     async def _session_exchange(
         self,
         method: str,
+        scope_headers: Iterable[tuple[bytes, bytes]],
         mcp_headers: dict[str, list[bytes]],
         receive: Receive,
         send: Send,
@@ -416,8 +419,10 @@ class AsgiApp:
         authorization: Authorization,
     ) -> None:
         """An older-era session's GET stream (until the session ends, the client goes or
-        the run drains) or its ``DELETE``."""
+        the run drains), the resumption of a request's stream (``Last-Event-ID``), or its
+        ``DELETE``."""
         routing = RoutingHeaders.grouped(mcp_headers)
+        last_event_id = _last_event_id(scope_headers) if method == "GET" else None
         try:
             session_id = routing.get(era.SESSION_HEADER)
             version = routing.get(PROTOCOL_VERSION_HEADER)
@@ -432,7 +437,14 @@ class AsgiApp:
             if method == "GET":
                 request.start_soon(_cancel_on_disconnect, receive, request.cancel_scope, responder)
             refusal = await self.dispatcher.session_exchange(
-                method, session_id, responder, self._runtime, authorization, None, routing
+                method,
+                session_id,
+                responder,
+                self._runtime,
+                authorization,
+                None,
+                routing,
+                last_event_id,
             )
             if refusal is not None and not responder.streaming:
                 await self.dispatcher.refuse_session(refusal, None, responder)
@@ -482,11 +494,21 @@ async def _cancel_on_disconnect(
     final write; with a server that does not, the request's end cancels it."""
     while (await receive())["type"] != "http.disconnect":
         pass
-    if not responder.finishing:  # still the client's
+    if responder.keeps_running:  # a resumable stream: its client comes back for the rest
+        responder.client_gone()
+    elif not responder.finishing:  # still the client's
         request.cancel()
 
 
 _MODERN_VERSION = [PROTOCOL_VERSION.encode()]
+
+
+def _last_event_id(headers: Iterable[tuple[bytes, bytes]]) -> str | None:
+    """The ``Last-Event-ID`` of a GET (read only there): a resumed stream's last event."""
+    for name, value in headers:
+        if name.lower() == b"last-event-id":
+            return value.decode("latin-1")
+    return None
 
 
 def _unsupported(version: str) -> InvalidRequest:
@@ -520,7 +542,16 @@ class HttpResponder:
     request's is left to cancel it.
     """
 
-    __slots__ = ("_extra", "_gone", "_scope", "_streaming", "_write_timeout", "finishing", "send")
+    __slots__ = (
+        "_extra",
+        "_gone",
+        "_scope",
+        "_streaming",
+        "_write_timeout",
+        "finishing",
+        "keeps_running",
+        "send",
+    )
 
     def __init__(
         self,
@@ -536,6 +567,9 @@ class HttpResponder:
         self._streaming = False
         self._gone = False
         self.finishing = False  # the final write has begun
+        # A resumable stream's (an older-era session's): a client that goes away, or
+        # stops reading, leaves the request running (it reconnects with Last-Event-ID).
+        self.keeps_running = False
 
     async def _write(self, message: Message, then: Message | None = None) -> None:
         """Send ``message`` (and ``then`` right after it) within one ``write_timeout``."""
@@ -552,7 +586,7 @@ class HttpResponder:
                 await self.send(then)
         if late.cancelled_caught:
             self._drop()
-            if request is not None:
+            if request is not None and not self.keeps_running:
                 request.cancel()
 
     async def _final_write(
@@ -576,6 +610,37 @@ class HttpResponder:
         )
         self._gone = True
 
+    def client_gone(self) -> None:
+        """The client went away: nothing more is written (what a resumable stream sends
+        from now on is only logged)."""
+        self._gone = True
+
+    # ---------------------------------------------------------------- resumable streams
+
+    def keep_running(self) -> None:
+        self.keeps_running = True
+
+    async def send_event(self, framed: bytes, *, final: bool = False) -> None:
+        """Send an SSE event already framed (with its id); ``final`` ends the response."""
+        if not self._streaming:
+            await self._start_stream()
+        if final:
+            self.finishing = True
+        await self._write({"type": "http.response.body", "body": framed, "more_body": not final})
+
+    async def close_connection(self) -> None:
+        """End the response now, its request going on (a resumable stream's client comes
+        back with Last-Event-ID). Bounded and shielded like a final write, but it sets no
+        deadline on the request."""
+        if self._gone or self.finishing:
+            await trio.lowlevel.checkpoint()
+            return
+        if not self._streaming:
+            await self._start_stream()
+        with trio.move_on_after(self._write_timeout, shield=True):
+            await self.send({"type": "http.response.body", "body": b""})
+        self._gone = True
+
     async def _start_stream(self) -> None:
         self._streaming = True
         headers = [*sse.HEADERS, *self._extra]
@@ -593,7 +658,11 @@ class HttpResponder:
         return self._streaming
 
     async def end_stream(self) -> None:
-        """End a stream that has no final message (an older-era session's GET stream)."""
+        """End a stream that has no final message (an older-era session's GET stream), if
+        nothing ended it yet."""
+        if self.finishing:
+            await trio.lowlevel.checkpoint()
+            return
         self.finishing = True
         await self._write({"type": "http.response.body", "body": b""})
 

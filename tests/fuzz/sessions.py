@@ -394,7 +394,7 @@ def _judge_answer(verdict_: Verdict, case: Case, answer: Answer) -> list[str]:
             problems.append(f"an SSE stream with status {status}")
         if answer.header(b"cache-control") != "no-cache":
             problems.append("an SSE stream without 'Cache-Control: no-cache'")
-        messages, found = _parse_sse(body, answer.complete)
+        messages, found = _parse_sse(body, answer.complete, resumable=True)
         problems += found
     elif ctype == "application/json":
         try:

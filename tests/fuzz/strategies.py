@@ -488,8 +488,12 @@ def _declares(capabilities: Any, required: Any) -> bool:
     return True
 
 
-def _parse_sse(body: bytes, complete: bool) -> tuple[list[Any], list[str]]:
-    """The messages of an SSE body (one per event), and what is wrong with its framing."""
+def _parse_sse(
+    body: bytes, complete: bool, *, resumable: bool = False
+) -> tuple[list[Any], list[str]]:
+    """The messages of an SSE body (one per event), and what is wrong with its framing.
+    ``resumable``: an older-era session's stream, whose events may carry ``id:`` (and its
+    priming event ``retry:`` and empty data); a 2026-07-28 stream's never do."""
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError:
@@ -502,11 +506,13 @@ def _parse_sse(body: bytes, complete: bool) -> tuple[list[Any], list[str]]:
     for frame in frames:  # ``rest`` is the partial frame of a stream we hung up on
         lines = frame.split("\n")
         data = [line[5:].lstrip(" ") for line in lines if line.startswith("data:")]
-        others = [x for x in lines if x and not x.startswith((":", "data:", "event: message"))]
+        allowed = (":", "data:", "event: message", *(("id: ", "retry: ") if resumable else ()))
+        others = [x for x in lines if x and not x.startswith(allowed)]
         if others:
             problems.append(f"SSE frame has unexpected lines {others!r}")
-        if not data:
-            continue  # a comment (keep-alive) frame
+        named = any(line.startswith("id: ") for line in lines)
+        if not data or (named and data == [""]):
+            continue  # a comment (keep-alive) frame, or a resumable stream's priming event
         if len(data) != 1:
             problems.append(f"SSE event holds {len(data)} data lines, not one message")
             continue

@@ -161,7 +161,7 @@ class Live:
             while streamed and b"\n\n" in buffer:
                 frame, buffer = buffer.split(b"\n\n", 1)
                 for line in frame.decode().splitlines():
-                    if line.startswith("data:"):
+                    if line.startswith("data:") and line[5:].strip():  # not a priming event
                         self._arrive(json.loads(line[5:]))
         if not streamed and buffer:
             self._arrive(json.loads(buffer))
@@ -450,7 +450,7 @@ async def test_pushes_past_max_pending_pushes_are_refused_on_http_200(
                 nursery.start_soon(call.run)
                 pushed.append(await call.next_push())
             extra = await alice.post(rpc("tools/call", {"name": "greet", "arguments": {}}, 3))
-            assert (extra.status, extra.headers["content-type"]) == (200, "application/json")
+            assert (extra.status, extra.headers["content-type"]) == (200, "text/event-stream")
             assert extra.messages == [
                 {
                     "jsonrpc": "2.0",

@@ -143,6 +143,7 @@ async def test_results_are_written_for_the_older_version(session: SessionClient)
         "ask_model",
         "chatty",
         "greet",
+        "relay",
         "roots",
         "sleeper",
         "touch",
@@ -159,15 +160,15 @@ async def test_results_are_written_for_the_older_version(session: SessionClient)
 
 
 async def test_a_missing_resource_is_the_older_code_on_http_200(session: SessionClient) -> None:
-    status, _, body = await session.post(
-        json.loads(on(session, "resources/read", {"uri": "test://nothing"}))
+    with pytest.raises(RpcError) as refused:  # on its resumable stream (2025-11-25)
+        await session.read_resource("test://nothing")
+    error = refused.value
+    assert (error.status, error.code, error.message, error.data) == (
+        200,
+        -32002,
+        "Resource not found",
+        {"uri": "test://nothing"},
     )
-    assert status == 200
-    assert json.loads(body)["error"] == {
-        "code": -32002,
-        "message": "Resource not found",
-        "data": {"uri": "test://nothing"},
-    }
 
 
 async def test_errors_on_a_session_are_http_200(session: SessionClient) -> None:

@@ -102,7 +102,7 @@ class Connection:
                 self._buffer += data
             frame, self._buffer = self._buffer.split(b"\n\n", 1)
             for line in frame.split(b"\n"):
-                if line.startswith(b"data:"):
+                if line.startswith(b"data:") and line[5:].strip():  # not a priming event
                     message: dict[str, Any] = json.loads(line[5:])
                     return message
 
@@ -132,7 +132,9 @@ async def request(
         response.messages = [json.loads(payload)]
     elif content_type.startswith("text/event-stream"):
         response.messages = [
-            json.loads(line[5:]) for line in payload.split(b"\n") if line.startswith(b"data:")
+            json.loads(line[5:])
+            for line in payload.split(b"\n")
+            if line.startswith(b"data:") and line[5:].strip()
         ]
     return response
 

@@ -27,7 +27,18 @@ LEGACY = "2025-11-25"  # what every client here asks for in its initialize, and 
 PRESA_TRIO = Path(sys.executable).with_name("presa-trio")
 SERVER = "clients_app:server"
 
-TOOLS = ["ask_model", "chatty", "era", "greet", "roots", "sleeper", "steps", "touch", "whoami"]
+TOOLS = [
+    "ask_model",
+    "chatty",
+    "era",
+    "greet",
+    "relay",
+    "roots",
+    "sleeper",
+    "steps",
+    "touch",
+    "whoami",
+]
 CAPABILITIES = {
     "logging": {},
     "resources": {"subscribe": True, "listChanged": True},

@@ -65,6 +65,18 @@ def build(**options: Any) -> Server:
         return "said"
 
     @server.tool()
+    async def relay(ctx: Context) -> str:
+        """Logs four messages, the second marked where a test's proxy cuts the stream,
+        pausing after it so that the client reconnects while the call still runs (whether
+        it does changes nothing of what the client must get); says where it ran."""
+        await ctx.log("info", "m1")
+        await ctx.log("info", "m2 cut-here")
+        await trio.sleep(0.5)
+        await ctx.log("info", "m3")
+        await ctx.log("info", "m4")
+        return f"relayed pid={os.getpid()}"
+
+    @server.tool()
     def touch(ctx: Context, uri: str) -> int:
         """Announces that ``uri`` changed, and that the tool list did; its process."""
         ctx.runtime.notify_resource_updated(uri)
