@@ -26,13 +26,12 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return database.new_database()
 
 
-async def test_a_cut_stream_is_resumed_on_the_other_worker(
-    store: str, mcp1_python: Path
-) -> None:
+async def test_a_cut_stream_is_resumed_on_the_other_worker(store: str, mcp1_python: Path) -> None:
     env = {"PRESA_STORE": store}
-    with running("sessions_app:app", SUPPORT, env=env) as a, running(
-        "sessions_app:app", SUPPORT, env=env
-    ) as b:
+    with (
+        running("sessions_app:app", SUPPORT, env=env) as a,
+        running("sessions_app:app", SUPPORT, env=env) as b,
+    ):
         journal = Journal()
         async with trio.open_nursery() as nursery:
             port = await nursery.start(balance, [a.port, b.port], b"cut-here", journal)

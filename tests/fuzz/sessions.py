@@ -9,8 +9,10 @@ the principal named by an ``Mcp-Tenant`` header):
   client answers naming a session by a right, foreign, unknown, empty, oversized, padded,
   non-ASCII or repeated ``Mcp-Session-Id``, with any ``MCP-Protocol-Version`` (none, older,
   2026-07-28, junk, repeated), GET and DELETE with and without a session, a second GET while
-  one is held, and messages that mix the eras (an older version header with a 2026-07-28
-  ``_meta``, a session header with one, a 2026-07-28 header on an ``initialize``);
+  one is held, a GET resuming a stream by ``Last-Event-ID`` (one the server gave, on its own
+  session or another's, past a stream's end, forged, junk), and messages that mix the eras
+  (an older version header with a 2026-07-28 ``_meta``, a session header with one, a
+  2026-07-28 header on an ``initialize``);
 - "pushes": tools that push requests to the client on a session, answered well, badly, with
   an error, twice, after an answer to an unknown id, from another session, never, by a
   ``notifications/cancelled``, after the session ended, or by a client that goes away.
@@ -148,6 +150,8 @@ class World:
 
     named: dict[str, Open] = field(default_factory=dict)
     extra: list[Open] = field(default_factory=list)
+    #: The event ids of resumable streams the server gave, and the session of each.
+    events: dict[str, str] = field(default_factory=dict)
 
     def find(self, session_id: str) -> Open | None:
         for opened in [*self.named.values(), *self.extra]:
@@ -337,6 +341,11 @@ def model_exchange(method: str, headers: Sequence[tuple[bytes, bytes]], world: W
         return verdict("no live session of this principal", (404, -32001))
     if method == "DELETE":
         return verdict("the end of a live session", (200, NO_BODY), version=opened.version)
+    resumed = header_values(headers, b"last-event-id")
+    if resumed:  # the first is read; an id its session's streams do not hold is 400
+        if world.events.get(resumed[0].decode("latin-1")) == opened.session_id:
+            return verdict("the resumption of a stream", (200, STREAM), version=opened.version)
+        return verdict("a Last-Event-ID not held", (400, -32600), version=opened.version)
     if opened.held:
         return verdict("a second GET stream", (409, -32600), version=opened.version)
     return verdict("the GET stream of a live session", (200, STREAM), version=opened.version)
@@ -913,7 +922,7 @@ def client_answers(draw: st.DrawFn) -> dict[str, Any]:
 class Step:
     """One step of a "sessions" scenario."""
 
-    op: str  # post, get, delete, held-get
+    op: str  # post, get, resume, delete, held-get
     naming: Naming
     version: str
     tenant: str | None
@@ -995,6 +1004,7 @@ async def play_step(play: Play, world: World, step: Step) -> None:
         body = to_json(step.message, ascii_only=False).encode("utf-8", "surrogatepass")
         case = session_case(world, f"post/{step.naming.kind}", body, headers)
         answer, response = await play.run(case)
+        record_events(world, headers, answer)
         opened_id = answer.header(b"mcp-session-id")
         if verdict_of(case).opening and opened_id and response and "result" in response:
             version = response["result"].get("protocolVersion", LEGACY[0])
@@ -1008,6 +1018,22 @@ async def play_step(play: Play, world: World, step: Step) -> None:
             found = world.find(target or "")
             if found is not None:
                 found.alive = False
+        return
+    if step.op == "resume":
+        opened = world.named.get("a")
+        if step.message[0] != "junk" and opened is not None and opened.alive:
+            # a call of Alice's first: on 2025-11-25 its stream is resumable
+            own = [
+                *JSON_HEADERS,
+                (b"mcp-session-id", opened.session_id.encode()),
+                (b"mcp-tenant", opened.tenant.encode()),
+            ]
+            answer, _ = await play.run(session_case(world, "resumable-call", SIMPLE_CALL, own))
+            record_events(world, own, answer)
+        headers.append((b"last-event-id", last_event_id(world, step.message)))
+        case = session_case(world, f"resume/{step.message[0]}", b"", headers, "GET")
+        case.tap = Tap(until=lambda messages: True)
+        await play.run(case)
         return
     if step.op == "get":
         case = session_case(world, f"get/{step.naming.kind}", b"", headers, "GET")
@@ -1075,6 +1101,41 @@ async def held_get(
     opened.held = False
 
 
+SIMPLE_CALL = json.dumps(
+    {
+        "jsonrpc": "2.0",
+        "id": "resumable",
+        "method": "tools/call",
+        "params": {"name": "test_simple_text", "arguments": {}},
+    }
+).encode()
+
+
+def record_events(world: World, headers: Sequence[tuple[bytes, bytes]], answer: Answer) -> None:
+    """Note the event ids of a session's resumable stream (its own, once given)."""
+    named = read_header(header_values(headers, b"mcp-session-id"))
+    if named in (None, DEFECTIVE) or answer.status != 200:
+        return
+    for line in answer.body.split(b"\n"):
+        if line.startswith(b"id: "):
+            world.events[line[4:].decode("ascii")] = str(named).strip(" \t")
+
+
+def last_event_id(world: World, choice: tuple[str, int, bytes]) -> bytes:
+    """A ``Last-Event-ID`` for a resume step: one the server gave (any session's), one past
+    a stream's end, a well-formed one never given, or junk."""
+    kind, salt, junk = choice
+    seen = sorted(world.events)
+    if kind == "seen" and seen:
+        return seen[salt % len(seen)].encode()
+    if kind == "past-end" and seen:
+        stream = seen[salt % len(seen)].rsplit("_", 1)[0]
+        return f"{stream}_{10_000 + salt}".encode()
+    if kind == "forged":
+        return (secrets.token_urlsafe(16) + f"_{salt % 5}").encode()
+    return junk
+
+
 LIST_CHANGED = "notifications/tools/list_changed"
 TRIGGER = json.dumps(
     {
@@ -1097,6 +1158,7 @@ def session_steps(draw: st.DrawFn) -> Step:
             (1, st.just("get")),
             (1, st.just("delete")),
             (1, st.just("held-get")),
+            (2, st.just("resume")),
         )
     )
     naming = draw(namings)
@@ -1119,6 +1181,12 @@ def session_steps(draw: st.DrawFn) -> Step:
         return Step("post", naming, version, tenant, draw(session_notifications()))
     if op == "answer":
         return Step("post", naming, version, tenant, draw(client_answers()))
+    if op == "resume":
+        kind = draw(weighted((4, st.just("seen")), (1, st.sampled_from(["past-end", "forged"])),
+                             (1, st.just("junk"))))  # fmt: skip
+        salt = draw(st.integers(0, 1000))
+        junk = draw(st.binary(max_size=40) | st.sampled_from([b"", b"_0", b"x_1", b" " * 3]))
+        return Step("resume", naming, version, tenant, (kind, salt, junk))
     if op == "held-get":
         then = draw(st.sampled_from(["hang-up", "delete", "trigger"]))
         return Step("held-get", naming, version, tenant, then=then)

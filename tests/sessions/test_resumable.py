@@ -334,3 +334,33 @@ async def test_cancelled_while_detached_the_answer_is_logged(
         assert status == 202
     result = await resume(session, last)
     assert result.messages[-1]["error"]["code"] == -32800
+
+
+# ---------------------------------------------------------------------------- floods
+
+
+async def test_a_replay_flood_is_answered_and_holds_nothing(
+    opened: tuple[SessionClient, Gates],
+) -> None:
+    """A hundred resumptions of one answered stream at once, and a hundred of forged ids:
+    each replays (or is refused) in full, and afterwards nothing is listening or held."""
+    session, _ = opened
+    done = await drive_http(session.app, call("talk", 2, {"count": 50}), session.headers())
+    first = frames(done.body)[0]["id"]
+    answers: list[Any] = []
+
+    async def again(last: str) -> None:
+        answers.append(await resume(session, last))
+
+    async with trio.open_nursery() as nursery:
+        for n in range(100):
+            nursery.start_soon(again, first)
+            nursery.start_soon(again, f"{'F' * 21}{n % 10}_{n}")
+    replays = [a for a in answers if a.status == 200]
+    refusals = [a for a in answers if a.status == 400]
+    assert (len(replays), len(refusals)) == (100, 100)
+    assert all(len(a.messages) == 51 for a in replays)  # 50 messages and the answer
+    assert all(a.messages[0]["error"] == NOT_HELD for a in refusals)
+    runtime = session.app.runtime
+    assert runtime is not None and runtime.bus.listener_count == 0
+    assert (await session.call_tool("talk", {"count": 0}))["content"][0]["text"] == "said 0"
