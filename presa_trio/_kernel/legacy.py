@@ -18,7 +18,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import replace
 from functools import partial
-from typing import Any, final
+from typing import Any, cast, final
 
 import trio
 
@@ -467,9 +467,9 @@ class LegacyEra:
         )
         sessions = self._sessions(runtime)
         if last_event_id is not None:
-            if not isinstance(responder, EventTransport):
+            if not getattr(responder, "carries_resumable_streams", False):
                 raise StreamNotHeld()
-            await resume(responder, sessions, record, last_event_id, runtime)
+            await resume(cast(EventTransport, responder), sessions, record, last_event_id, runtime)
             return
         holder = f"{runtime.backend.worker_id}:{time.monotonic_ns()}"
         if not await self._claim(sessions, record.session_id, holder):

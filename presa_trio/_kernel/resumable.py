@@ -17,7 +17,7 @@ import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, final, runtime_checkable
+from typing import Any, Protocol, cast, final
 
 import trio
 
@@ -44,9 +44,12 @@ QUIET_SECONDS = 15.0
 SETTLE_SECONDS = 5.0
 
 
-@runtime_checkable
 class EventTransport(Protocol):
-    """What a transport gives a resumable stream (HTTP does; stdio has nothing to resume)."""
+    """What a transport gives a resumable stream (HTTP does; stdio has nothing to resume).
+    A responder class that gives it says so with ``carries_resumable_streams = True``
+    (read per request: cheaper than an ``isinstance`` against this protocol)."""
+
+    carries_resumable_streams: bool
 
     def keep_running(self) -> None:
         """From now on, a client that goes away does not cancel the request."""
@@ -82,9 +85,9 @@ def resumable(
         sessions.settings.resumable
         and record.version == "2025-11-25"
         and method in RESUMABLE_METHODS
-        and isinstance(responder, EventTransport)
+        and getattr(responder, "carries_resumable_streams", False)
     ):
-        return responder
+        return cast(EventTransport, responder)
     return None
 
 

@@ -126,13 +126,12 @@ class MemoryStreamLog:
         await trio.lowlevel.checkpoint()
         now = now_ms()
         ids = self._of_session.setdefault(head.session_id, [])
-        if len(ids) >= limits.max_streams_per_session:
-            for old in [i for i in ids if self._streams[i].head.ended]:
-                if len(ids) < limits.max_streams_per_session:
-                    break
-                self._forget(old)
-        if len(ids) >= limits.max_streams_per_session:
-            return False
+        while len(ids) >= limits.max_streams_per_session:  # let the oldest answered go
+            oldest = next((i for i in ids if self._streams[i].head.ended), None)
+            if oldest is None:
+                return False
+            self._forget(oldest)
+        self._of_session.setdefault(head.session_id, ids)  # _forget drops an emptied list
         self._streams[stream_id] = _Stream(head, now, now + limits.idle_ms)
         ids.append(stream_id)
         return True

@@ -542,6 +542,9 @@ class HttpResponder:
     request's is left to cancel it.
     """
 
+    #: It carries an older-era session's resumable streams (``_kernel.resumable``).
+    carries_resumable_streams = True
+
     __slots__ = (
         "_extra",
         "_gone",

@@ -112,6 +112,21 @@ def run(*args: str) -> str:
         ),
         # what its instruction counts run under valgrind, here without valgrind
         (("bench/sessions_bench.py", "--count-one", "modern,legacy", "-n", "20"), r"^$"),
+        # a short stream resumed, memory and SQLite (each replay's length is checked)
+        (
+            (
+                "bench/resume_bench.py",
+                "--stores",
+                "memory,sqlite",
+                "--events",
+                "20",
+                "--samples",
+                "2",
+                "--runs",
+                "1",
+            ),
+            r"memory\s+resume\s+\d+\.\d\d(.|\n)*sqlite\s+logging costs the call \d+\.\d\dx",
+        ),
     ],
     ids=[
         "asgi_profile",
@@ -125,6 +140,7 @@ def run(*args: str) -> str:
         "http_work-served",
         "sessions_bench",
         "sessions_bench-count-one",
+        "resume_bench",
     ],
 )
 def test_the_bench_runs_and_prints_its_figures(args: tuple[str, ...], expected: str) -> None:

@@ -364,3 +364,13 @@ async def test_a_replay_flood_is_answered_and_holds_nothing(
     runtime = session.app.runtime
     assert runtime is not None and runtime.bus.listener_count == 0
     assert (await session.call_tool("talk", {"count": 0}))["content"][0]["text"] == "said 0"
+
+
+async def test_one_stream_per_session_keeps_the_newest(backend: str | None) -> None:
+    server = resumable_server(Gates(), backend, max_streams_per_session=1)
+    async with open_session(server) as session:
+        firsts = []
+        for n in range(3):
+            done = await drive_http(session.app, call("talk", n, {"count": 0}), session.headers())
+            firsts.append(frames(done.body)[0]["id"])
+        assert [(await resume(session, first)).status for first in firsts] == [400, 400, 200]
