@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -15,7 +16,7 @@ import pytest
 import trio
 from support.postgres_cluster import Cluster as Database
 from support.servers import SUPPORT, Served, running
-from support.session_http import call, delete, open_session, post, streaming
+from support.session_http import call, delete, open_session, post, resuming, streaming
 
 pytestmark = pytest.mark.e2e
 
@@ -199,3 +200,33 @@ def test_the_processes_are_distinct(workers: tuple[Served, Served, Served]) -> N
     assert len({pid_of(w) for w in workers}) == 3
     assert all(w.alive() for w in workers)
     assert os.getpid() not in {pid_of(w) for w in workers}
+
+
+async def test_a_stream_whose_worker_is_lost_is_answered_by_its_resumer(tmp_path: Path) -> None:
+    """The worker running a call dies (SIGKILL); the client resumes on another worker,
+    which, once the lost worker's lease lapsed, answers the stream -32603 saying so, rather
+    than leaving the client waiting for an answer that can never come."""
+    env = {"PRESA_STORE": f"sqlite:///{tmp_path}/lost.db?lease=2"}
+    with (
+        running("sessions_app:app", SUPPORT, env=env) as a,
+        running("sessions_app:app", SUPPORT, env=env) as b,
+    ):
+        with trio.fail_after(30):
+            session = await open_session(b.port)
+            params = {"name": "sleeper", "arguments": {}, "_meta": {"progressToken": "t"}}
+            message = {"jsonrpc": "2.0", "id": "long", "method": "tools/call", "params": params}
+            async with streaming(a.port, session, message) as stream:
+                started = await stream.next_message()
+                assert started["params"]["message"] == f"sleeping in {pid_of(a)}"
+                last = stream.last_event_id
+                os.kill(pid_of(a), signal.SIGKILL)
+        assert last is not None and last.endswith("_1")
+        with trio.fail_after(60):  # 15 s of quiet, then the lease (2 s) judged
+            async with resuming(b.port, session, last) as resumed:
+                assert resumed.status == 200
+                final = await resumed.next_message()
+    assert final == {
+        "jsonrpc": "2.0",
+        "id": "long",
+        "error": {"code": -32603, "message": "The worker running this request was lost"},
+    }

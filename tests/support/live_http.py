@@ -57,6 +57,8 @@ class Connection:
         self.status = 0
         self.headers: dict[str, str] = {}
         self._buffer = b""
+        #: The id of the last event read that had one (a resumable stream's).
+        self.last_event_id: str | None = None
 
     async def _event(self) -> Any:
         while True:
@@ -102,6 +104,8 @@ class Connection:
                 self._buffer += data
             frame, self._buffer = self._buffer.split(b"\n\n", 1)
             for line in frame.split(b"\n"):
+                if line.startswith(b"id: "):
+                    self.last_event_id = line[4:].decode()
                 if line.startswith(b"data:") and line[5:].strip():  # not a priming event
                     message: dict[str, Any] = json.loads(line[5:])
                     return message

@@ -59,6 +59,14 @@ async def streaming(
         yield connection
 
 
+@asynccontextmanager
+async def resuming(port: int, session_id: str, last_event_id: str) -> AsyncIterator[Connection]:
+    """The GET that resumes a stream after ``last_event_id``, read as it comes."""
+    headers = [*session_headers(session_id), ("last-event-id", last_event_id)]
+    async with open_exchange(port, b"", headers, "GET") as connection:
+        yield connection
+
+
 async def delete(port: int, session_id: str) -> int:
     answer = await request(port, b"", session_headers(session_id), "DELETE")
     return answer.status
