@@ -17,7 +17,7 @@ from typing import Any, final
 import trio
 
 from ._asgi_driver import Exchange, RpcError, SchemaViolationError, Stream, asgi_scope, drive
-from ._protocol.era import LEGACY_VERSIONS, SESSION_HEADER
+from ._protocol.era import LEGACY_VERSIONS, SESSION_HEADER, result_definition
 from ._protocol.schema import Schemas, load_document
 from ._transports.asgi import AsgiApp
 
@@ -131,7 +131,7 @@ class SessionClient:
                 exchange, scope = Exchange(b""), self._resumption()
             else:
                 raise EOFError(f"the {method} stream was resumed {MAX_RESUMES} times in vain")
-        return self._final(final, status, method)  # raised here: not inside a group
+        return self._final(final, status, method, message.get("params"))  # raised here
 
     def _resumption(self) -> dict[str, Any]:
         """The GET that resumes the stream whose last event seen is ``last_event_id``."""
@@ -181,12 +181,16 @@ class SessionClient:
             elif event.get("id") == request_id:
                 return event, exchange.status
 
-    def _final(self, message: dict[str, Any], status: int, method: str) -> dict[str, Any]:
+    def _final(
+        self, message: dict[str, Any], status: int, method: str, params: Any = None
+    ) -> dict[str, Any]:
         if "error" in message:
             raise RpcError(message["error"], status)
         result: dict[str, Any] = message["result"]
         definition = self._requests.get(method, "")
-        answer_def = definition.removesuffix("Request") + "Result"
+        answer_def = result_definition(
+            definition.removesuffix("Request") + "Result", params or {}, result
+        )
         if answer_def in self.schemas.definitions:
             self._check(answer_def, result)
         return result
@@ -262,11 +266,16 @@ class SessionClient:
         *,
         answer: Answer | None = None,
         progress_token: str | int | None = None,
+        task: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """Call a tool; ``answer`` (or the client's own) answers what it pushes."""
+        """Call a tool; ``answer`` (or the client's own) answers what it pushes. With
+        ``task`` (``{}`` or ``{"ttl": ms}``, 2025-11-25) the call asks to run as a task, and
+        a tool that does answers its ``CreateTaskResult``."""
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = dict(arguments)
+        if task is not None:
+            params["task"] = dict(task)
         if progress_token is not None:
             params["_meta"] = {"progressToken": progress_token}
         kept = self.answer

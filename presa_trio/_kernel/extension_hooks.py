@@ -2,8 +2,10 @@
 
 An extension can add request methods, wrap ``tools/call``, advertise settings under
 ``capabilities.extensions``, start a service for each run, and accept its own keys in a
-``subscriptions/listen`` filter. What it may touch of the server is its ``ExtensionContext``
-and nothing else. The core never names any extension.
+``subscriptions/listen`` filter. On the older era's sessions it can add methods, declare
+capabilities in ``initialize`` and add fields to the tools a ``tools/list`` describes. What
+it may touch of the server is its ``ExtensionContext`` and nothing else. The core never
+names any extension.
 """
 
 from __future__ import annotations
@@ -114,6 +116,24 @@ class Extension(ServiceProvider[ServiceT]):
     ) -> dict[str, Any]:
         """Wrap ``tools/call`` after the tool is found and its headers checked."""
         return await call_next(ctx, tool, arguments)
+
+    def session_routes(self, version: str) -> Iterable[Route]:
+        """Request methods this extension serves on the older era's sessions of protocol
+        ``version`` (``2025-06-18``, ``2025-11-25``), where that version's schema names them.
+        They come before a ``routes`` method of the same name there; their results are
+        checked against ``result_def`` in that version's schema."""
+        return ()
+
+    def session_capabilities(self, ctx: Context) -> Mapping[str, Any]:
+        """Server capabilities an ``initialize`` result declares besides the core ones, for
+        the session ``ctx`` opens (``ctx.meta.protocol_version`` is its version; the run's
+        service is ``ctx.service(self)``)."""
+        return {}
+
+    def session_tool(self, ctx: Context, tool: Tool) -> Mapping[str, Any]:
+        """Fields added to ``tool``'s description in a session's ``tools/list`` (the result
+        is still checked against that version's ``Tool``)."""
+        return {}
 
     async def serve(
         self, context: ExtensionContext, *, task_status: trio.TaskStatus[ServiceT]

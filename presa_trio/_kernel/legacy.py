@@ -122,6 +122,7 @@ class LegacyEra:
         self._schemas: dict[str, Schemas] = {}
         self._defs: dict[str, dict[str, str]] = {}
         self._views: dict[str, ServerView] = {}  # a version's: its schema checks notifications
+        self._extension_routes: dict[str, dict[str, Route]] = {}  # a version's (session_routes)
 
     def schemas(self, version: str) -> Schemas:
         """The vendored schema of ``version`` (loaded on first use)."""
@@ -151,6 +152,18 @@ class LegacyEra:
         notifications."""
         self.schemas(version)
         return self._views[version]
+
+    def _routes_of(self, version: str, routes: Mapping[str, Route]) -> Mapping[str, Route]:
+        """The routes a session of ``version`` is served by: the extensions' session routes
+        of that version before the others."""
+        own = self._extension_routes.get(version)
+        if own is None:
+            own = self._extension_routes[version] = {
+                route.name: route
+                for extension in self._served.extensions
+                for route in extension.session_routes(version)
+            }
+        return {**routes, **own} if own else routes
 
     def _request_def(self, version: str, method: str) -> str | None:
         self.schemas(version)
@@ -232,6 +245,8 @@ class LegacyEra:
         await sessions.store.create(record, sessions.limits)
         settings = self._served.settings
         caps = era.server_capabilities(self._served.capabilities(), logging=settings.logging)
+        for extension in self._served.extensions:
+            caps.update(extension.session_capabilities(ctx))
         return era.initialize_result(version, caps, settings.server_info, settings.instructions)
 
     # ------------------------------------------------------------------ finding
@@ -310,7 +325,7 @@ class LegacyEra:
             raise InvalidRequest("Invalid request: this session is already initialized")
         schemas = self.schemas(record.version)
         definition = self._request_def(record.version, request.method)
-        route = routes.get(request.method)
+        route = self._routes_of(record.version, routes).get(request.method)
         own = request.method in _OWN
         if definition is None or not (own or (route is not None and route.available())):
             raise MethodNotFound(f"Method not found: {request.method}")
@@ -333,7 +348,7 @@ class LegacyEra:
             raise MissingCapability("Missing required client capability", dict(route.requires))
         sessions = self._sessions(runtime)
         transport = resumable(sessions, record, request.method, responder)
-        if transport is not None:
+        if transport is not None and "task" not in params:  # a task's creation answers at once
             logged = await open_stream(transport, sessions, record, request.id, runtime)
             if logged is not None:
                 reply.responder = responder = logged
@@ -347,16 +362,32 @@ class LegacyEra:
         if scope.cancelled_caught:
             raise RequestCancelled()
         if request.method == "tools/list":
+            self._extension_tool_fields(result, ctx)
             self._expressible_tools(result, schemas, record.version)
         result = era.project_result(result)
         if self._served.settings.validation.outbound and route.result_def is not None:
-            definition = route.result_def
+            definition = era.result_definition(route.result_def, params, result)
             if definition in schemas.definitions:
                 violations = schemas.violations(definition, result)
                 if violations:
                     logger.error("invalid %s result dropped: %s", route.name, violations)
                     raise InternalError("Server produced an invalid result")
         return result
+
+    def _extension_tool_fields(self, result: dict[str, Any], ctx: Context) -> None:
+        """Add to each listed tool what the extensions say of it on this session."""
+        tools, registered = result.get("tools"), self._served.registry.tools
+        if not isinstance(tools, list) or not self._served.extensions:
+            return
+        for index, listed in enumerate(tools):
+            tool = registered.get(listed.get("name"))
+            if tool is None:
+                continue
+            added: dict[str, Any] = {}
+            for extension in self._served.extensions:
+                added.update(extension.session_tool(ctx, tool))
+            if added:  # a copy: the listed dict is the registry's, shared by every list
+                tools[index] = {**listed, **added}
 
     def _expressible_tools(self, result: dict[str, Any], schemas: Schemas, version: str) -> None:
         """Leave out of a ``tools/list`` the tools this version's ``Tool`` cannot describe."""

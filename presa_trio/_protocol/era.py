@@ -151,6 +151,15 @@ def project_result(result: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
+def result_definition(definition: str, params: Mapping[str, Any], result: Mapping[str, Any]) -> str:
+    """The schema ``$def`` a session's result is checked against: ``definition``, the
+    route's own, unless the request was task-augmented (``params.task``, 2025-11-25
+    basic/utilities/tasks) and was answered with the task it created."""
+    if "task" in params and "task" in result:
+        return "CreateTaskResult"
+    return definition
+
+
 def legacy_meta(
     version: str,
     capabilities: Mapping[str, Any],

@@ -55,6 +55,11 @@ def run(*args: str) -> str:
             r"(\s+\d+\.\d{3}){2}\n\s+16(.|\n)*bad answers: 0",
         ),
         (
+            ("bench/legacy_tasks_bench.py", "-n", "20", "--runs", "2"),
+            r"2025-11-25 tools/call with params.task:\s+[\d,]+\.\d \(.*\) us/creation\n"
+            r"\s+session / 2026-07-28:\s+\d\.\d{3} \(",
+        ),
+        (
             ("bench/typed_bench.py", "--rows", "20", "-n", "5", "--runs", "1"),
             r"untyped\s+[\d,]+\.\d us/request(.|\n)*typed / untyped: \d+\.\d\dx",
         ),
@@ -132,6 +137,7 @@ def run(*args: str) -> str:
         "asgi_profile",
         "tasks_bench",
         "stdio_bench",
+        "legacy_tasks_bench",
         "typed_bench",
         "json_bench",
         "listen_bench",

@@ -23,7 +23,7 @@ GUIDES = {
     "docs/guides/tasks.md": 2,
     "docs/guides/listen.md": 1,
     "docs/guides/testing.md": 1,
-    "docs/guides/sessions.md": 2,
+    "docs/guides/sessions.md": 3,
     "docs/guides/auth.md": 1,
     "docs/guides/observability.md": 1,
     "docs/guides/limits.md": 1,

@@ -110,8 +110,11 @@ PUSHING: dict[str, tuple[dict[str, Any], tuple[str, ...]]] = {
     "multi_input": ({}, ("elicitation",)),
 }
 _ASKING = {*PUSHING, *MRTR_TOOLS, "test_tool_with_task"}
-#: The tools a "sessions" step calls: none that pushes (a push waits for its answer).
-QUIET_TOOLS = tuple(name for name in TOOL_NAMES if name not in _ASKING)
+#: The tools a "sessions" step calls: none that pushes (a push waits for its answer), nor
+#: the one that closes its stream on purpose (this client does not reconnect).
+QUIET_TOOLS = tuple(
+    name for name in TOOL_NAMES if name not in _ASKING and name != "test_reconnection"
+)
 
 FULL_CAPS = {"elicitation": {}, "sampling": {}, "roots": {"listChanged": True}}
 GONE = {"code": -32001, "message": "Session not found"}

@@ -4,8 +4,10 @@
 own nursery with its own cancel scope, parks on input through memory channels, and is read,
 updated and cancelled with ``tasks/get``, ``tasks/update`` and ``tasks/cancel``. A store of
 your own implements ``TaskStore`` (and ``LeaseStore``, for the tasks of lost workers to be
-failed on a shared backend) and proves it with ``testing.check_task_store`` and
-``testing.check_lease_store``; ``TasksExtension(store_factory=...)`` chooses it per run.
+failed on a shared backend, and ``ListingStore``, for the 2025-11-25 ``tasks/list``) and
+proves it with ``testing.check_task_store`` and ``testing.check_lease_store``;
+``TasksExtension(store_factory=...)`` chooses it per run. On 2025-11-25 sessions the same
+tasks are served as that revision's experimental tasks.
 
 ``Limits`` is the deprecated name of ``TaskLimits``.
 """
@@ -19,6 +21,7 @@ from ._extension import default_store as default_store
 from ._states import Status as Status
 from ._states import TaskRecord as TaskRecord
 from ._store import LeaseStore as LeaseStore
+from ._store import ListingStore as ListingStore
 from ._store import MemoryTaskStore as MemoryTaskStore
 from ._store import TaskLimits as TaskLimits
 from ._store import TaskStore as TaskStore
@@ -28,6 +31,7 @@ __all__ = [
     "EXTENSION_ID",
     "POLICIES",
     "LeaseStore",
+    "ListingStore",
     "MemoryTaskStore",
     "Status",
     "TaskLimits",

@@ -14,7 +14,6 @@ import logging
 import secrets
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any, Literal, final
 
 import trio
@@ -35,6 +34,9 @@ from . import _wire
 from ._forwarding import Forwarder
 from ._reapers import reap_expired, reap_orphans
 from ._runner import TaskHandle, TaskRunner
+from ._service import TaskChanges, TasksService, require_tool_scopes
+from ._session_wire import VERSIONS as SESSION_VERSIONS
+from ._sessions import SessionTasks
 from ._shared_meta import SharedMetas
 from ._sql_store import SqlTaskStore
 from ._states import Status, TaskRecord
@@ -61,19 +63,7 @@ def _unknown() -> InvalidParams:
 
 
 @final
-@dataclass(frozen=True, slots=True)
-class _Run:
-    """The tasks service of one run: where its records live and who runs its work."""
-
-    context: ExtensionContext
-    store: TaskStore
-    runner: TaskRunner
-    forwarder: Forwarder  # tasks/update and tasks/cancel, sent where the task runs
-    metas: SharedMetas  # the creating requests' _meta, one copy of each for all tasks
-
-
-@final
-class TasksExtension(Extension[_Run]):
+class TasksExtension(Extension[TasksService]):
     """Long tool calls become tasks (SEP-2663).
 
     Give a tool a policy with ``@server.tool(options={"tasks": "optional"})``: ``"sync"`` (the
@@ -95,6 +85,10 @@ class TasksExtension(Extension[_Run]):
     the task), so what the store holds is bounded: ``limits`` bounds it in count and, for
     the in-memory store, in bytes (``TaskLimits.max_stored_bytes``, whose per-task reserve
     is set to ``max_result_bytes``).
+    On a 2025-11-25 session (``initialize``) the same tasks are served the way that revision
+    writes them: a ``tools/call`` with ``params.task`` creates one, and ``tasks/get``,
+    ``tasks/result``, ``tasks/list`` (pages of ``list_page_size``) and ``tasks/cancel``
+    read and steer it (``_sessions``).
     ``require_name_header=False`` admits ``tasks/*`` requests that carry no ``Mcp-Name``
     header, as today's Python SDK and FastMCP clients send them (the spec says a client MUST
     send it; strict is the default, and a header that is present and wrong is refused
@@ -117,6 +111,7 @@ class TasksExtension(Extension[_Run]):
         reap_interval: float = 60.0,
         clock: Callable[[], float] = time.time,
         require_name_header: bool = True,
+        list_page_size: int = 50,
     ) -> None:
         if ttl_ms is not None and ttl_ms <= 0:
             raise ValueError("ttl_ms must be positive (or None for unlimited)")
@@ -138,6 +133,10 @@ class TasksExtension(Extension[_Run]):
         self.reap_interval = reap_interval
         self.clock = clock
         self.require_name_header = require_name_header
+        if list_page_size < 1:
+            raise ValueError("list_page_size must be at least 1")
+        self.list_page_size = list_page_size
+        self._sessions = SessionTasks(self)
 
     def principal(self, ctx: Context) -> str:
         """Who a task belongs to: ``principal(ctx)``, else the server's principal."""
@@ -145,6 +144,10 @@ class TasksExtension(Extension[_Run]):
 
     def now_ms(self) -> int:
         return int(self.clock() * 1000)
+
+    def service_of(self, ctx: Context) -> TasksService:
+        """The tasks service of ``ctx``'s run."""
+        return ctx.service(self)
 
     # ------------------------------------------------------------------ hooks
 
@@ -160,14 +163,25 @@ class TasksExtension(Extension[_Run]):
             )
         ]  # fmt: skip
 
+    def session_routes(self, version: str) -> Iterable[Route]:
+        return self._sessions.routes() if version in SESSION_VERSIONS else ()
+
+    def session_capabilities(self, ctx: Context) -> Mapping[str, Any]:
+        return self._sessions.capabilities(ctx)
+
+    def session_tool(self, ctx: Context, tool: Tool) -> Mapping[str, Any]:
+        return self._sessions.tool_fields(ctx, tool)
+
     async def serve(self, context: ExtensionContext, *, task_status: trio.TaskStatus[Any]) -> None:
         """One run's tasks service: its store, the task runner, the forwarder and the
         reapers. The lost-worker reaper runs whenever the store keeps leases and the backend
         keeps worker leases (both protocols, whoever implements them)."""
         backend = context.backend
         store = self.store if self.store is not None else self.store_factory(backend)
+        changes = TaskChanges()
 
         def publish(record: TaskRecord) -> None:
+            changes.changed(record.task_id)
             context.publish(
                 "notifications/tasks",
                 _wire.notification(record),
@@ -184,7 +198,9 @@ class TasksExtension(Extension[_Run]):
             forwarder.answer_other_workers()
             if isinstance(store, LeaseStore) and isinstance(backend, WorkerLeases):
                 nursery.start_soon(reap_orphans, store, runner, backend)
-            task_status.started(_Run(context, store, runner, forwarder, SharedMetas()))
+            task_status.started(
+                TasksService(context, store, runner, forwarder, SharedMetas(), changes)
+            )
             # Past its TTL a task is already unknown to every request (``_find``); the
             # reaper deletes it a grace later.
             await reap_expired(store, self.now_ms, self.reap_interval)
@@ -204,18 +220,21 @@ class TasksExtension(Extension[_Run]):
             raise InvalidParams(
                 f"taskIds must be a list of at most {MAX_LISTEN_TASK_IDS} non-empty task ids"
             )
-        run: _Run = ctx.service(self)
-        accepted = [i for i in dict.fromkeys(ids) if await self._find(run, ctx, i) is not None]
+        run: TasksService = ctx.service(self)
+        accepted = [i for i in dict.fromkeys(ids) if await self.find(run, ctx, i) is not None]
         await trio.lowlevel.checkpoint()  # an empty filter found nothing, and awaited nothing
         return {"taskIds": accepted} if accepted else {}
 
     async def call_tool(
         self, ctx: Context, tool: Tool, arguments: Mapping[str, Any], call_next: CallNext
     ) -> dict[str, Any]:
-        """Decide sync or task (T§3.2); create the task before answering."""
+        """Decide sync or task (T§3.2); create the task before answering. On a 2025-11-25
+        session, ``params.task`` decides (``SessionTasks.call_tool``)."""
+        if ctx.session is not None and ctx.meta.protocol_version in SESSION_VERSIONS:
+            return await self._sessions.call_tool(ctx, tool, arguments, call_next)
         if OPTION not in tool.options:  # the common case: a tool that never runs as a task
             return await call_next(ctx, tool, arguments)
-        policy = self._policy(ctx, tool, arguments)
+        policy = self.policy(ctx, tool, arguments)
         if policy == "sync":
             return await call_next(ctx, tool, arguments)
         declared = ctx.has_capability("extensions", self.id)
@@ -223,6 +242,22 @@ class TasksExtension(Extension[_Run]):
             return await call_next(ctx, tool, arguments)
         if not declared:
             raise MissingCapability(f"Tool {tool.name} runs only as a task", REQUIRED)
+        started = await self.start(ctx, tool, arguments, call_next, policy)
+        return _wire.creation(started) if isinstance(started, TaskRecord) else started
+
+    async def start(
+        self,
+        ctx: Context,
+        tool: Tool,
+        arguments: Mapping[str, Any],
+        call_next: CallNext,
+        policy: Policy,
+        ttl_ms: int | None = None,
+    ) -> TaskRecord | dict[str, Any]:
+        """Create and launch the task of a call that runs as one, in either era; its record,
+        or the direct answer when it does not become a task after all (invalid arguments, or
+        an optional tool's input too large). ``ttl_ms`` is the client's wish (2025-11-25
+        ``params.task.ttl``): granted up to the extension's ``ttl_ms``."""
         errors = tool.argument_errors(arguments)
         if errors:  # the direct call's answer, and no task
             await trio.lowlevel.checkpoint()
@@ -232,10 +267,10 @@ class TasksExtension(Extension[_Run]):
             if policy == "optional":  # declaring Tasks does not mean requiring a task
                 return await call_next(ctx, tool, arguments)
             raise InvalidParams(f"Task input is larger than {self.max_input_bytes} bytes")
-        run: _Run = ctx.service(self)
+        run: TasksService = ctx.service(self)
         if run.context.draining.is_set():
             raise ServiceUnavailable("Server is shutting down; no new tasks are accepted")
-        record = self._new_record(ctx, tool, run.runner.worker_id)
+        record = self._new_record(ctx, tool, run.runner.worker_id, ttl_ms)
         meta = run.metas.share(ctx.params.get("_meta"), ctx.meta)
         detached = ctx.detached(run.runner.provider(record.task_id), meta=meta)
         detached.extras["task_id"] = record.task_id
@@ -244,11 +279,12 @@ class TasksExtension(Extension[_Run]):
         # the MRTR phase and the task phase keep separate state (SEP-2663 §6).
         answered = ctx.input_responses if ctx.state is not None else {}
         await run.runner.launch(record, work, self.limits, answered)
-        return _wire.creation(record)
+        return record
 
     # ------------------------------------------------------------------ tools/call
 
-    def _policy(self, ctx: Context, tool: Tool, arguments: Mapping[str, Any]) -> Policy:
+    def policy(self, ctx: Context, tool: Tool, arguments: Mapping[str, Any]) -> Policy:
+        """How this call of ``tool`` runs: its policy, or what its policy function says."""
         policy = tool.options.get(OPTION, "sync")
         if callable(policy):
             try:
@@ -261,8 +297,14 @@ class TasksExtension(Extension[_Run]):
         result: Policy = policy
         return result
 
-    def _new_record(self, ctx: Context, tool: Tool, owner: str) -> TaskRecord:
+    def _new_record(
+        self, ctx: Context, tool: Tool, owner: str, wished_ttl_ms: int | None = None
+    ) -> TaskRecord:
         now = self.now_ms()
+        ttl_ms = self.ttl_ms
+        if wished_ttl_ms is not None:  # at least a second: a task must outlive its creation
+            wished = max(wished_ttl_ms, 1000)
+            ttl_ms = wished if ttl_ms is None else min(wished, ttl_ms)
         return TaskRecord(
             task_id=secrets.token_urlsafe(24),
             principal=self.principal(ctx),
@@ -270,7 +312,7 @@ class TasksExtension(Extension[_Run]):
             status=Status.WORKING,
             created_ms=now,
             updated_ms=now,
-            ttl_ms=self.ttl_ms,
+            ttl_ms=ttl_ms,
             poll_interval_ms=self.poll_interval_ms,
             status_message="Task accepted",
             owner=owner,
@@ -284,7 +326,8 @@ class TasksExtension(Extension[_Run]):
 
     # ------------------------------------------------------------------ tasks/* methods
 
-    async def _find(self, run: _Run, ctx: Context, task_id: str) -> TaskRecord | None:
+    async def find(self, run: TasksService, ctx: Context, task_id: str) -> TaskRecord | None:
+        """Task ``task_id`` if it is ``ctx``'s principal's and not expired, else None."""
         record = await run.store.get(task_id)
         if (
             record is None
@@ -294,19 +337,22 @@ class TasksExtension(Extension[_Run]):
             return None
         return record
 
-    async def _lookup(self, run: _Run, ctx: Context, params: Mapping[str, Any]) -> TaskRecord:
+    async def lookup(
+        self, run: TasksService, ctx: Context, params: Mapping[str, Any]
+    ) -> TaskRecord:
+        """The task ``params.taskId`` names, as ``find`` finds it; -32602 otherwise."""
         task_id = params.get("taskId")
         if not isinstance(task_id, str) or not task_id:
             raise InvalidParams("A non-empty taskId is required")
         if len(task_id.encode()) > MAX_TASK_ID_BYTES:
             raise InvalidParams(f"taskId is longer than {MAX_TASK_ID_BYTES} bytes")
-        record = await self._find(run, ctx, task_id)
+        record = await self.find(run, ctx, task_id)
         if record is None:
             raise _unknown()
         return record
 
     async def _get(self, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
-        record = await self._lookup(ctx.service(self), ctx, params)
+        record = await self.lookup(ctx.service(self), ctx, params)
         return _wire.detailed(record)
 
     async def _update(self, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
@@ -324,9 +370,9 @@ class TasksExtension(Extension[_Run]):
             raise InvalidParams("tasks/update requires an inputResponses object")
         if any(not key or not isinstance(value, dict) for key, value in responses.items()):
             raise InvalidParams("inputResponses is invalid")
-        run: _Run = ctx.service(self)
-        record = await self._lookup(run, ctx, params)
-        _require_tool_scopes(run, ctx, record)
+        run: TasksService = ctx.service(self)
+        record = await self.lookup(run, ctx, params)
+        require_tool_scopes(run, ctx, record)
         if record.terminal:
             why = f"the task is {record.status.value}"
             _report_ignored(run, record.task_id, responses.keys(), why)
@@ -339,24 +385,15 @@ class TasksExtension(Extension[_Run]):
         return {}
 
     async def _cancel(self, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
-        run: _Run = ctx.service(self)
-        record = await self._lookup(run, ctx, params)
-        _require_tool_scopes(run, ctx, record)
+        run: TasksService = ctx.service(self)
+        record = await self.lookup(run, ctx, params)
+        require_tool_scopes(run, ctx, record)
         if not record.terminal:
             await run.forwarder.cancel(record.task_id, record.owner)
         return {}
 
 
-def _require_tool_scopes(run: _Run, ctx: Context, record: TaskRecord) -> None:
-    """A task steered on (answered, cancelled) needs what calling its tool needed: the
-    tool's scopes (403 without them, ``presa_trio.auth``). Reading it (``tasks/get``) needs
-    only to be its principal."""
-    tool = run.context.tool(record.tool)
-    if tool is not None and tool.scopes:
-        ctx.require_scopes(*tool.scopes)
-
-
-def _report_ignored(run: _Run, task_id: str, keys: Iterable[str], why: str) -> None:
+def _report_ignored(run: TasksService, task_id: str, keys: Iterable[str], why: str) -> None:
     """Say which answers a ``tasks/update`` ignored: to operators, never on the wire."""
     ordered = sorted(keys)
     shown = [key[:MAX_SHOWN_KEY_CHARS] for key in ordered[:MAX_SHOWN_KEYS]]

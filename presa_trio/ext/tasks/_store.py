@@ -144,6 +144,26 @@ class LeaseStore(TaskStore, Protocol):
         """The ids of the unfinished tasks whose owner is in ``lost``, in any order."""
 
 
+@runtime_checkable
+class ListingStore(TaskStore, Protocol):
+    """A ``TaskStore`` that can list one principal's tasks, a page at a time: what the
+    2025-11-25 ``tasks/list`` needs. It is a protocol of its own so that a store written
+    before it keeps working: without it, a session's ``initialize`` does not declare
+    ``tasks.list`` and ``tasks/list`` is -32601. The contract (``testing.check_task_store``
+    checks it when a store has the method):
+
+    - a read, a cancellation point, as ``get`` is;
+    - the unexpired tasks (``TaskRecord.expired(now_ms)`` false) of ``principal`` whose id
+      sorts after ``after`` (all of them for None), ordered by id, at most ``limit``;
+    - every write that completed before it is seen.
+    """
+
+    async def list_tasks(
+        self, principal: str, after: str | None, limit: int, now_ms: int
+    ) -> list[TaskRecord]:
+        """A page of ``principal``'s tasks, ordered by id, after the id ``after``."""
+
+
 @final
 class MemoryTaskStore:
     """The default store: a dict in this process. Tasks die with the process (or the run).
@@ -227,6 +247,18 @@ class MemoryTaskStore:
     async def count(self) -> int:
         await trio.lowlevel.checkpoint_if_cancelled()
         return len(self._tasks)
+
+    async def list_tasks(
+        self, principal: str, after: str | None, limit: int, now_ms: int
+    ) -> list[TaskRecord]:
+        await trio.lowlevel.checkpoint_if_cancelled()
+        # A scan of every record: a store in memory holds at most ``max_tasks`` (10,000)
+        mine = sorted(
+            (t for t in self._tasks.values() if t.principal == principal
+             and not t.expired(now_ms) and (after is None or t.task_id > after)),
+            key=lambda t: t.task_id,
+        )  # fmt: skip
+        return mine[:limit]
 
     def _resize(self, task_id: str, size: int) -> None:
         self._bytes += size - self._sizes.pop(task_id, 0)

@@ -20,7 +20,7 @@ import trio.testing
 
 from ...errors import CapacityExceeded
 from ._states import Status, TaskRecord
-from ._store import LeaseStore, TaskLimits, TaskStore
+from ._store import LeaseStore, ListingStore, TaskLimits, TaskStore
 
 __all__ = ["check_lease_store", "check_task_store"]
 
@@ -272,8 +272,37 @@ async def _cancellation(store: TaskStore) -> None:
     assert await store.count() == 4, "the store is still whole and usable"
 
 
+async def _listing(store: TaskStore) -> None:
+    """A store that lists (``ListingStore``): one principal's unexpired tasks, by id, after
+    the id given, at most ``limit``; changes that completed are seen. A store that does not
+    list is not asked to."""
+    if not isinstance(store, ListingStore):
+        await trio.lowlevel.checkpoint()
+        return
+    for task_id in ("b", "d", "a", "c"):
+        await store.create(_record(task_id, "mine"), _UNLIMITED)
+    await store.create(_record("e", "theirs"), _UNLIMITED)
+    await store.create(_record("f", "mine", created_ms=0, ttl_ms=100), _UNLIMITED)
+    await store.create(_record("g", "mine", ttl_ms=None), _UNLIMITED)
+
+    async def ids(after: str | None, limit: int, now_ms: int = 2_000) -> list[str]:
+        return [t.task_id for t in await store.list_tasks("mine", after, limit, now_ms)]
+
+    assert await ids(None, 10) == ["a", "b", "c", "d", "g"], "mine, unexpired, by id"
+    assert await ids(None, 2) == ["a", "b"], "at most limit"
+    assert await ids("b", 2) == ["c", "d"], "after the id given"
+    assert await ids("g", 2) == [], "nothing after the last"
+    assert await ids(None, 10, 100_000) == ["g"], "expired tasks are left out"
+    done = _moved(_record("a", "mine"), status=Status.COMPLETED, result={"content": []})
+    assert await store.compare_and_set(done, 0)
+    (first,) = await store.list_tasks("mine", None, 1, 2_000)
+    assert first == done, "a completed change is seen"
+    assert await store.list_tasks("nobody", None, 10, 2_000) == []
+
+
 _CHECKS = (
     _round_trip,
+    _listing,
     _duplicate_ids,
     _capacity_limits,
     _compare_and_set,
