@@ -60,9 +60,10 @@ class Responder(Protocol):
 @runtime_checkable
 class Reconnectable(Protocol):
     """A responder whose connection can close while its request runs on (a resumable
-    stream: its client reconnects)."""
+    stream: its client reconnects). A transport's own ``close_connection`` is not this:
+    closing a stream that is not logged would lose its answer."""
 
-    async def close_connection(self) -> None: ...
+    async def hang_up(self) -> None: ...
 
 
 def notification_data(
@@ -368,7 +369,7 @@ class Context:
         resumable stream can be closed so; elsewhere this does nothing and returns False."""
         responder = self._responder
         if isinstance(responder, Reconnectable):
-            await responder.close_connection()
+            await responder.hang_up()
             return True
         await trio.lowlevel.checkpoint()
         return False

@@ -167,7 +167,7 @@ class LoggedResponder:
                 await trio.lowlevel.checkpoint()
         await self._transport.send_event(framed, final=True)
 
-    async def close_connection(self) -> None:
+    async def hang_up(self) -> None:
         """End the connection now (``ctx.close_stream()``): the client reconnects."""
         await self._transport.close_connection()
 

@@ -16,7 +16,7 @@ from support.sessions_app import build
 
 from presa_trio import Context, Server, Sessions
 from presa_trio._asgi_driver import Exchange, asgi_scope
-from presa_trio.testing import SessionClient, Stream, open_session
+from presa_trio.testing import SessionClient, Stream, open_client, open_session
 from presa_trio.testing import drive as drive_http
 
 NO_ARGS = {"type": "object", "properties": {}}
@@ -43,6 +43,12 @@ def resumable_server(gates: Gates, backend: str | None = None, **sessions: Any) 
         assert await ctx.close_stream()
         await ctx.log("info", "after")
         return "answered after the hang-up"
+
+    @server.tool(input_schema=NO_ARGS)
+    async def try_hang_up(ctx: Context) -> str:
+        """Logs, tries to close its stream's connection, answers whether it could."""
+        await ctx.log("info", "before")
+        return f"closed: {await ctx.close_stream()}"
 
     @server.tool(input_schema=NO_ARGS)
     async def gated(ctx: Context) -> str:
@@ -221,6 +227,22 @@ async def test_resumable_off_answers_as_before() -> None:
         assert (result.status, result.headers["content-type"]) == (200, "application/json")
         answer = await resume(session, "A" * 22 + "_0")
         assert (answer.status, answer.messages[0]["error"]) == (400, NOT_HELD)
+
+
+async def test_a_stream_that_is_not_logged_is_never_closed_under_its_answer() -> None:
+    gates = Gates()
+    answered = {"closed: False"}
+    async with open_session(resumable_server(gates), version="2025-06-18") as old:
+        result = await drive_http(old.app, call("try_hang_up", 2), old.headers())
+        assert (result.status, result.messages[-1]["id"]) == (200, 2)
+        assert {c["text"] for c in result.messages[-1]["result"]["content"]} == answered
+    async with open_session(resumable_server(gates, resumable=False)) as off:
+        result = await drive_http(off.app, call("try_hang_up", 2), off.headers())
+        assert (result.status, result.messages[-1]["id"]) == (200, 2)
+        assert {c["text"] for c in result.messages[-1]["result"]["content"]} == answered
+    async with open_client(resumable_server(gates)) as client:
+        result = await client.call_tool("try_hang_up", {})
+        assert {c["text"] for c in result["content"]} == answered
 
 
 # ---------------------------------------------------------------------------- ids not held
