@@ -7,8 +7,11 @@ protocol extension: ``presa_trio.extensions``.
 
 ``AsgiApp``, its ``Timeouts`` and ``serve_stdio`` are loaded when first named: a program that
 embeds a server and serves it some other way never imports the HTTP or stdio edge.
+``__version__`` is the installed distribution's version (``pyproject.toml`` is its one source).
 """
 
+from importlib.metadata import PackageNotFoundError as _PackageNotFoundError
+from importlib.metadata import version as _version
 from typing import TYPE_CHECKING, Any
 
 from ._handlers.results import ToolResult as ToolResult
@@ -21,6 +24,7 @@ from ._kernel.settings import Listing as Listing
 from ._kernel.settings import RequestState as RequestState
 from ._kernel.settings import Sessions as Sessions
 from ._kernel.settings import Validation as Validation
+from ._protocol.cors import Cors as Cors
 from ._protocol.dialect import PROTOCOL_VERSION as PROTOCOL_VERSION
 from ._protocol.headers import HostPolicy as HostPolicy
 from ._protocol.request_state import KeyRing as KeyRing
@@ -35,10 +39,16 @@ from .errors import MethodNotFound as MethodNotFound
 from .errors import MissingCapability as MissingCapability
 from .errors import ToolError as ToolError
 
+try:
+    __version__ = _version("presa_trio")
+except _PackageNotFoundError:  # imported from a source tree that was never installed
+    __version__ = "0+unknown"
+
 __all__ = [
     "PROTOCOL_VERSION",
     "AsgiApp",
     "Context",
+    "Cors",
     "HeaderMismatch",
     "HostPolicy",
     "InternalError",

@@ -140,7 +140,11 @@ async def drive(
 
 @final
 class Stream:
-    """One in-flight request's response, message by message, that the client can abandon."""
+    """One in-flight request's response, message by message, that the client can abandon.
+
+    Read it with ``await stream.next()`` (``EOFError`` at its end) or ``async for message in
+    stream`` (the loop ends when the server ends the response).
+    """
 
     def __init__(self, exchange: Exchange, check: Callable[[dict[str, Any]], None]) -> None:
         self._exchange = exchange
@@ -161,6 +165,15 @@ class Stream:
     def disconnect(self) -> None:
         """Drop the connection, as a client that goes away does."""
         self._exchange.disconnected.set()
+
+    def __aiter__(self) -> Stream:
+        return self
+
+    async def __anext__(self) -> dict[str, Any]:
+        try:
+            return await self.next()
+        except EOFError:
+            raise StopAsyncIteration from None
 
     async def next(self) -> dict[str, Any]:
         """The next message; raises ``EOFError`` when the server ends the response."""

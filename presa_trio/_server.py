@@ -55,6 +55,7 @@ from ._protocol.tokens import check_scopes
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
 
+    from ._protocol.cors import Cors
     from ._protocol.headers import HostPolicy
     from ._transports.asgi import AsgiApp
     from ._transports.timeouts import OldTimeouts, Timeouts
@@ -448,7 +449,7 @@ class Server:
         host_policy: HostPolicy | None = None,
         timeouts: Timeouts | None = None,
         shutdown_timeout: float | None = None,
-        cors: bool = False,
+        cors: bool | Cors = False,
         auth: BearerAuth | None = None,
         backend: str | None = None,
         state_keys: KeyRing | None = None,

@@ -322,8 +322,11 @@ class Client:
     async def listen(
         self, notifications: Mapping[str, Any], **options: Any
     ) -> AsyncIterator[Stream]:
-        """Open a ``subscriptions/listen`` stream; leaving the block disconnects it."""
+        """Open a ``subscriptions/listen`` stream; leaving the block disconnects it. The
+        request declares the Tasks extension besides this client's capabilities (unless
+        ``capabilities=``), as task status notifications need it."""
         params = {"notifications": dict(notifications)}
+        options = self._with_tasks(options)
         async with self.stream("subscriptions/listen", params, **options) as stream:
             yield stream
 

@@ -23,6 +23,7 @@ from .._kernel.runtime import Runtime
 from .._kernel.tracing import http_attributes
 from .._process.shutdown import ShutdownBound
 from .._protocol import cors, era, sse
+from .._protocol.cors import Cors
 from .._protocol.cors import expose as exposed_headers
 from .._protocol.dialect import PROTOCOL_VERSION
 from .._protocol.headers import (
@@ -89,14 +90,18 @@ class AsgiApp:
         host_policy: HostPolicy | None = None,
         timeouts: Timeouts = DEFAULT_TIMEOUTS,
         shutdown_timeout: float | None = None,
-        cors: bool = False,
+        cors: bool | Cors = False,
         auth: BearerAuth | None = None,
         **deprecated: Unpack[OldTimeouts],
     ) -> None:
         if deprecated:
             timeouts = regroup_timeouts(timeouts, deprecated, "AsgiApp")
         self.dispatcher = dispatcher
-        self.cors = cors
+        self.cors: Cors | None = None
+        if isinstance(cors, Cors):
+            self.cors = cors
+        elif cors:
+            self.cors = Cors()
         self.auth = auth
         self._open_runtime = open_runtime
         self._runtime: Runtime | None = None
@@ -238,7 +243,8 @@ class AsgiApp:
             return
         if self.cors and scope["method"] == "OPTIONS":
             methods = cors.SESSION_METHODS if self._sessions else b"POST"
-            await _plain(send, 204, b"", [*allowed, *cors.preflight(scope["headers"], methods)])
+            answer = cors.preflight(scope["headers"], methods, self.cors.allow_headers)
+            await _plain(send, 204, b"", [*allowed, *answer])
             return
         method = scope["method"]
         if method != "POST" and not (
@@ -473,12 +479,17 @@ class AsgiApp:
 
 
 async def _metadata(
-    auth: BearerAuth, with_cors: bool, scope: Scope, send: Send, allowed: list[tuple[bytes, bytes]]
+    auth: BearerAuth,
+    settings: Cors | None,
+    scope: Scope,
+    send: Send,
+    allowed: list[tuple[bytes, bytes]],
 ) -> None:
     """The Protected Resource Metadata document (RFC 9728 §3), to anyone who asks: it is
     what a client without a token needs to find the authorization server."""
-    if with_cors and scope["method"] == "OPTIONS":
-        await _plain(send, 204, b"", [*allowed, *cors.preflight(scope["headers"], b"GET")])
+    if settings is not None and scope["method"] == "OPTIONS":
+        answer = cors.preflight(scope["headers"], b"GET", settings.allow_headers)
+        await _plain(send, 204, b"", [*allowed, *answer])
     elif scope["method"] != "GET":
         await _plain(send, 405, b"Method Not Allowed", [(b"allow", b"GET")])
     else:

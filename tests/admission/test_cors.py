@@ -6,9 +6,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from support.asgi_scope import exchange
 
-from presa_trio import HostPolicy, Server
+from presa_trio import Cors, HostPolicy, Server
 from presa_trio.testing import Client
 
 APP_ORIGIN = "https://app.example.com"
@@ -80,3 +81,45 @@ async def test_answers_to_an_allowed_origin_name_it_and_cors_is_off_by_default()
                 assert b"access-control-allow-origin" not in answered
             status, _ = await preflight(app, APP_ORIGIN)
             assert status == (204 if cors else 405)
+
+
+def preflight_for(requested: str) -> list[tuple[str, str]]:
+    return [
+        ("host", "localhost:8000"),
+        ("origin", APP_ORIGIN),
+        ("access-control-request-method", "POST"),
+        ("access-control-request-headers", requested),
+    ]
+
+
+async def test_the_trace_headers_pass_a_preflight_by_default() -> None:
+    app = app_with(cors=True)
+    requested = "content-type, traceparent, tracestate, baggage, x-request-id"
+    async with app.lifespan():
+        status, headers = await exchange(app, preflight_for(requested), method="OPTIONS")
+    assert status == 204
+    assert headers[b"access-control-allow-headers"] == (
+        b"content-type, traceparent, tracestate, baggage"
+    )
+
+
+async def test_the_allowed_headers_are_configurable() -> None:
+    server = Server("browser")
+    policy = HostPolicy(allowed_origins=frozenset({APP_ORIGIN}))
+    app = server.asgi_app(cors=Cors(allow_headers=["X-Request-Id"]), host_policy=policy)
+    requested = "mcp-method, traceparent, x-request-id, mcp-param-region"
+    async with app.lifespan():
+        status, headers = await exchange(app, preflight_for(requested), method="OPTIONS")
+    assert status == 204
+    # the MCP headers always pass; the trace headers only when allowed
+    assert headers[b"access-control-allow-headers"] == (
+        b"mcp-method, x-request-id, mcp-param-region"
+    )
+
+
+def test_cors_settings_refuse_what_is_not_a_header_name() -> None:
+    with pytest.raises(TypeError):
+        Cors(allow_headers="traceparent")
+    with pytest.raises(ValueError):
+        Cors(allow_headers=["trace parent"])
+    assert Cors().allow_headers >= {"traceparent", "tracestate", "baggage", "mcp-method"}

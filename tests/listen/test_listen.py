@@ -165,3 +165,21 @@ async def test_listen_is_not_found_without_anything_to_notify() -> None:
             assert (error.code, error.status) == (-32601, 404)
         else:
             raise AssertionError("listen on a server with nothing to notify must be -32601")
+
+
+async def test_async_for_reads_a_stream_to_its_end(client: Client) -> None:
+    meta = {"progressToken": "p"}
+    with trio.fail_after(5):
+        async with client.stream(
+            "tools/call", {"name": "test_tool_with_progress"}, meta=meta
+        ) as stream:
+            messages = [message async for message in stream]
+        async with client.stream("tools/call", {"name": "test_simple_text"}) as plain:
+            answers = [message async for message in plain]
+    assert stream.headers["content-type"] == "text/event-stream"
+    assert [m["params"]["progress"] for m in messages[:-1]] == [0, 50, 100]
+    assert messages[-1]["result"]["content"][0]["type"] == "text"
+    assert plain.headers["content-type"] == "application/json"
+    assert [a["result"]["content"][0]["text"] for a in answers] == [
+        "This is a simple text response for testing."
+    ]

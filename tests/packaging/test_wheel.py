@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 from support.servers import ROOT
 
+import presa_trio
+
 pytestmark = pytest.mark.e2e
 
 
@@ -38,12 +40,24 @@ def test_wheel_ships_the_schema(tmp_path: Path) -> None:
     (wheel,) = tmp_path.glob("presa_trio-*.whl")
     with zipfile.ZipFile(wheel) as archive:
         names = set(archive.namelist())
+        metadata = archive.read(f"presa_trio-{presa_trio.__version__}.dist-info/METADATA")
         schemas = {
             version: archive.read(f"presa_trio/schema/{version}/schema.json")
             for version in ("2026-07-28", "2025-11-25", "2025-06-18")
         }
+    # one version, pyproject's: the wheel's metadata and the installed package's agree
+    assert f"\nVersion: {presa_trio.__version__}\n".encode() in metadata
+    assert wheel.name.startswith(f"presa_trio-{presa_trio.__version__}-")
     assert "presa_trio/py.typed" in names
     assert "presa_trio/ext/tasks/_runner.py" in names
     readme = (ROOT / "schema" / "README.md").read_text()
     recorded = dict(re.findall(r"sha256 \(([0-9-]+)\): ([0-9a-f]{64})", readme))
     assert {v: hashlib.sha256(s).hexdigest() for v, s in schemas.items()} == recorded
+
+
+def test_the_version_is_pyprojects() -> None:
+    import tomllib
+    from importlib.metadata import version
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert presa_trio.__version__ == version("presa_trio") == project["version"]

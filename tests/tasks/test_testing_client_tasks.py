@@ -44,3 +44,23 @@ async def test_capabilities_chosen_by_the_test_are_sent_as_they_are() -> None:
         with pytest.raises(RpcError) as refused:
             await client.create_task("job", capabilities={})
         assert (refused.value.code, refused.value.status) == (-32021, 400)
+
+
+async def test_listen_declares_the_tasks_extension_without_being_asked() -> None:
+    async with open_client(server()) as client:
+        task_id = await client.create_task("job")
+        with trio.fail_after(5):
+            await client.wait_task(task_id)
+            async with client.listen({"taskIds": [task_id]}) as stream:
+                ack = await stream.next()
+        assert ack["method"] == "notifications/subscriptions/acknowledged"
+        assert ack["params"]["notifications"] == {"taskIds": [task_id]}
+
+
+async def test_listen_with_capabilities_chosen_by_the_test_sends_them_as_they_are() -> None:
+    async with open_client(server()) as client:
+        task_id = await client.create_task("job")
+        with trio.fail_after(5):
+            async with client.listen({"taskIds": [task_id]}, capabilities={}) as stream:
+                refused = await stream.next()
+        assert (stream.status, refused["error"]["code"]) == (400, -32021)
