@@ -214,15 +214,19 @@ class Server:
         options: Mapping[str, Any] | None = None,
         thread: bool = True,
         scopes: Sequence[str] = (),
+        structured_output: bool | None = None,
     ) -> Callable[[F], F]:
         """Declare a tool. The input schema comes from the type hints unless given.
 
         Each argument reaches ``fn`` as its parameter is hinted (a dataclass, a pydantic
         model, an ``Enum``, a ``datetime``...), converted in pydantic's lax mode (``"5"`` for
         an ``int``); one that does not convert is the tool's input error (``isError``). A
-        return type that is data gets an ``outputSchema`` and ``structuredContent`` (wrapped
-        as ``{"result": ...}`` when it is not an object); ``str`` and ``dict`` stay content.
-        The description defaults to the docstring. ``options`` carries settings that
+        return type that is data (``str``, ``int``, ``dict[str, int]``, a TypedDict, a
+        dataclass, a model...) gets an ``outputSchema`` and ``structuredContent`` (wrapped as
+        ``{"result": ...}`` when it is not an object); content (no hint, ``None``, blocks,
+        ``dict[str, Any]``) gets none. ``structured_output=False`` keeps a data return as
+        content only; ``True`` requires an ``outputSchema`` (TypeError at declaration when
+        the hint gives none). The description defaults to the docstring. ``options`` carries settings that
         extensions read (for example a task policy); the core ignores them. A sync function
         runs in a worker thread; ``thread=False`` runs it on the event loop instead, for
         cheap, pure functions that never block. ``scopes`` are the OAuth scopes a call
@@ -234,7 +238,14 @@ class Server:
         def register(fn: F) -> F:
             signature = Signature.of(fn)
             tool_name = name or fn.__name__
-            derived, wrap = signature.output_shape() if output_schema is None else (None, False)
+            derived, wrap = (None, False)
+            if output_schema is None and structured_output is not False:
+                derived, wrap = signature.output_shape()
+                if derived is None and structured_output:
+                    raise TypeError(
+                        f"tool {tool_name!r}: its return hint {signature.returns!r} gives no"
+                        " outputSchema (content is not structured output)"
+                    )
             self.registry.add_tool(
                 Tool(
                     name=tool_name,

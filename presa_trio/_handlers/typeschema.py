@@ -1,5 +1,5 @@
-"""Type annotations to JSON Schema (2020-12): one annotation, a list of named parameters, or a
-tool's return annotation (spec 2026-07-28 server/tools.mdx, inputSchema and outputSchema).
+"""Type annotations to JSON Schema (2020-12): one annotation or a list of named parameters
+(spec 2026-07-28 server/tools.mdx, inputSchema); a tool's outputSchema is ``outputschema``'s.
 
 Pure: it never looks at a function (``_signature`` resolves hints and finds the ``Context``
 parameter, once) and neither validates nor coerces (``_convert`` does). The common types are
@@ -23,10 +23,12 @@ from .adapt import JsonMode, json_schema, metadata_keywords
 
 __all__ = [
     "Param",
-    "output_schema",
-    "output_shape",
+    "is_block_class",
+    "is_object_class",
+    "param_keywords",
     "parameters_schema",
     "schema_for_type",
+    "strip",
 ]
 
 #: The default of a parameter that has none (``inspect.Parameter.empty``).
@@ -70,11 +72,11 @@ def _is_typeddict(tp: object) -> bool:
     return isinstance(tp, type) and issubclass(tp, dict) and hasattr(tp, "__required_keys__")
 
 
-def _is_object_class(tp: object) -> bool:
+def is_object_class(tp: object) -> bool:
     return _is_typeddict(tp) or (isinstance(tp, type) and dataclasses.is_dataclass(tp))
 
 
-def _strip(tp: object) -> object:
+def strip(tp: object) -> object:
     """Drop ``Annotated`` and TypedDict qualifiers (``Required`` & co.) around a type."""
     while typing.get_origin(tp) is typing.Annotated or _is_qualifier(typing.get_origin(tp)):
         tp = typing.get_args(tp)[0]
@@ -154,7 +156,7 @@ class _Builder:
                 schema.update(metadata_keywords(args[0], known, self.mode))
             for meta in args[1:]:
                 if isinstance(meta, Param):
-                    schema.update(_param_keywords(meta))
+                    schema.update(param_keywords(meta))
                 elif isinstance(meta, Mapping):
                     schema.update(meta)
             return schema
@@ -169,7 +171,7 @@ class _Builder:
             return {"anyOf": schemas}
         if isinstance(tp, type) and issubclass(tp, enum.Enum):
             return _enum_schema(tp, tuple(tp))
-        if _is_object_class(tp):
+        if is_object_class(tp):
             assert isinstance(tp, type)
             return self._object(tp)
         origin = tp if origin is None else origin
@@ -277,7 +279,7 @@ def _object_schema(props: dict[str, Any], required: list[str]) -> dict[str, Any]
     return schema
 
 
-def _param_keywords(param: Param) -> dict[str, Any]:
+def param_keywords(param: Param) -> dict[str, Any]:
     named = {"description": param.description, "title": param.title, "x-mcp-header": param.header}
     return {**{k: v for k, v in named.items() if v is not None}, **param.extra}
 
@@ -322,76 +324,10 @@ def parameters_schema(
     return builder.root(_object_schema(props, required))
 
 
-def output_schema(annotation: object) -> dict[str, Any] | None:
-    """The ``outputSchema`` for a return annotation, or None (see ``output_shape``)."""
-    return output_shape(annotation)[0]
-
-
-def output_shape(annotation: object) -> tuple[dict[str, Any] | None, bool]:
-    """The ``outputSchema`` for a return annotation, and whether a value is sent wrapped as
-    ``{"result": value}`` (the MCP Python SDK's rule for what is not an object).
-
-    A TypedDict, a dataclass or a pydantic model is the object itself. A value that is not
-    an object (``int``, ``list[Point]``, ``datetime``, ``Color``, ``Point | None``) is wrapped.
-    None, ``str``, ``dict`` and anything that may hold content blocks get no schema: they are
-    content (``str`` a text block; a ``dict`` as likely a block as data), so structured output
-    for a mapping is opted into with a TypedDict, a dataclass, a model or ``output_schema=``.
-    A type with no JSON Schema is left unstructured, as before.
-    """
-    if typing.get_origin(annotation) in (cabc.Awaitable, cabc.Coroutine):
-        args = typing.get_args(annotation)
-        annotation = args[-1] if args else annotation
-    core = _strip(annotation)
-    if _is_object_class(core):
-        assert isinstance(core, type)
-        if core.__name__ in _CONTENT_NAMES or _is_content_class(core):
-            return None, False
-        return schema_for_type(annotation, "serialization"), False
-    if _may_be_content(core):
-        return None, False
-    builder = _Builder("serialization")
-    try:
-        schema = builder.build(annotation)
-    except TypeError:
-        return None, False
-    ref = schema.get("$ref")
-    body = builder.defs.get(ref.removeprefix(_DEFS), {}) if isinstance(ref, str) else schema
-    if isinstance(core, type) and body.get("type") == "object":  # a model (maybe recursive)
-        return builder.root(schema), False
-    return builder.root(_object_schema({"result": schema}, ["result"])), True
-
-
-_UNSTRUCTURED: tuple[object, ...] = (Any, object, EMPTY, None, type(None), str, *_REFUSED)
-
-
-def _may_be_content(tp: object) -> bool:
-    """Is a value of this type content (text, blocks) rather than data?"""
-    while isinstance(tp, typing.NewType):
-        tp = tp.__supertype__
-    if tp in _UNSTRUCTURED or isinstance(tp, str | typing.ForwardRef | typing.TypeVar):
-        return True
-    origin, args = typing.get_origin(tp), typing.get_args(tp)
-    if origin is typing.Union or origin is types.UnionType:
-        return any(_may_be_content(a) for a in args if a is not type(None))
-    if (origin or tp) in _MAPPINGS or _is_block_class(tp):
-        return True
-    if (origin or tp) in (*_SEQUENCES, *_SETS, tuple, typing.Tuple):  # noqa: UP006
-        return not args or any(_may_be_block(_strip(a)) for a in args if a is not Ellipsis)
-    return False
-
-
-def _may_be_block(tp: object) -> bool:
-    """Could a value of this type be one content block (a dict with a ``type``)?"""
-    if tp in (Any, object) or (typing.get_origin(tp) or tp) in _MAPPINGS or _is_block_class(tp):
-        return True
-    if typing.get_origin(tp) in (typing.Union, types.UnionType):
-        return any(_may_be_block(_strip(a)) for a in typing.get_args(tp))
-    return False
-
-
-def _is_block_class(tp: object) -> bool:
+def is_block_class(tp: object) -> bool:
+    """A TypedDict or dataclass shaped like an MCP content block (``TextContent``...)."""
     return (
-        _is_object_class(tp)
+        is_object_class(tp)
         and isinstance(tp, type)
         and (tp.__name__ in _CONTENT_NAMES or _is_content_class(tp))
     )
@@ -400,7 +336,7 @@ def _is_block_class(tp: object) -> bool:
 def _is_content_class(cls: type) -> bool:
     """A class shaped like an MCP content block (``type`` is a Literal of block kinds)."""
     try:
-        kind = _strip(typing.get_type_hints(cls, include_extras=True).get("type"))
+        kind = strip(typing.get_type_hints(cls, include_extras=True).get("type"))
     except NameError:
         return False
     values = typing.get_args(kind) if typing.get_origin(kind) is typing.Literal else ()

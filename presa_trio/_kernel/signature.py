@@ -21,7 +21,8 @@ import trio
 
 from .._handlers.convert import Binder
 from .._handlers.results import ToolResult
-from .._handlers.typeschema import EMPTY, output_shape, parameters_schema
+from .._handlers.outputschema import output_shape
+from .._handlers.typeschema import EMPTY, parameters_schema
 from .context import Context
 
 Handler = Callable[..., Any]
@@ -126,7 +127,7 @@ class Signature:
         return parameters_schema(self.parameters, self.label)
 
     def output_schema(self) -> dict[str, Any] | None:
-        """An ``outputSchema`` when the return annotation is structured (see _typeschema)."""
+        """An ``outputSchema`` when the return annotation is data (see outputschema)."""
         return self.output_shape()[0]
 
     def output_shape(self) -> tuple[dict[str, Any] | None, bool]:

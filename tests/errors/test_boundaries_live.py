@@ -117,7 +117,11 @@ async def discover_status(port: int) -> int:
 
 def completed_with(task: dict[str, Any], text: str) -> None:
     assert task["status"] == "completed", task
-    assert task["result"] == {"resultType": "complete", "content": [{"type": "text", "text": text}]}
+    assert task["result"] == {
+        "resultType": "complete",
+        "content": [{"type": "text", "text": text}],
+        "structuredContent": {"result": text},  # a tool hinted -> str
+    }
 
 
 async def stop_cleanly(served: Served) -> str:

@@ -140,6 +140,10 @@ def build_server() -> Server:
         return "plain"
 
     @server.tool(thread=False)
+    def block() -> dict[str, Any]:
+        return {"type": "text", "text": "a block"}
+
+    @server.tool(thread=False)
     def whole() -> ToolResult:
         return ToolResult(content=[{"type": "text", "text": "x"}], structured={"at": now()})
 
@@ -320,12 +324,17 @@ async def test_schemas_of_typed_tools(client: Client) -> None:
         "properties": {"result": {"type": "integer"}},
         "required": ["result"],
         "additionalProperties": False,
+        "x-fastmcp-wrap-result": True,
     }
+    assert tools["text"]["outputSchema"]["properties"] == {"result": {"type": "string"}}
     assert tools["now"]["outputSchema"]["properties"] == {
         "result": {"format": "date-time", "type": "string"}
     }
-    assert tools["receipt"]["outputSchema"]["properties"]["paid"] == {"type": "string"}
-    for name in ("text", "whole", "receive"):
+    assert tools["receipt"]["outputSchema"]["properties"]["paid"] == {
+        "title": "Paid",
+        "type": "string",
+    }
+    for name in ("block", "whole"):
         assert "outputSchema" not in tools[name], name
 
 
@@ -369,9 +378,15 @@ async def test_a_validation_error_inside_the_tool_is_not_an_input_error(
 
 
 async def test_content_returns_keep_their_exact_output(client: Client) -> None:
+    assert await client.call_tool("block") == {
+        "resultType": "complete",
+        "content": [{"type": "text", "text": "a block"}],
+        "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "typed", "version": "0.1.0"}},
+    }
     assert await client.call_tool("text") == {
         "resultType": "complete",
         "content": [{"type": "text", "text": "plain"}],
+        "structuredContent": {"result": "plain"},
         "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "typed", "version": "0.1.0"}},
     }
     whole = await client.call_tool("whole")

@@ -198,6 +198,7 @@ async def test_draining_refuses_new_tasks_but_serves_plain_calls() -> None:
             assert plain == {
                 "resultType": "complete",
                 "content": [{"type": "text", "text": "plain"}],
+                "structuredContent": {"result": "plain"},
                 "_meta": {SERVER_INFO: {"name": "runs", "version": "1"}},
             }
             # Without the tasks declaration the same tool runs synchronously, as it may.

@@ -313,8 +313,8 @@ async def test_type_hint_schemas(user: Client) -> None:
     }
     assert tools["add"]["description"] == "Add two integers."
     assert tools["point"]["outputSchema"]["properties"] == {
-        "x": {"type": "integer"},
-        "y": {"type": "integer"},
+        "x": {"title": "X", "type": "integer"},
+        "y": {"title": "Y", "type": "integer"},
     }
 
 

@@ -99,6 +99,7 @@ async def test_the_same_tool_runs_as_mrtr_and_as_a_task() -> None:
             assert finished["result"] == {
                 "resultType": "complete",
                 "content": [{"type": "text", "text": "Hello, Alice!"}],
+                "structuredContent": {"result": "Hello, Alice!"},
             }
 
 

@@ -166,7 +166,10 @@ async def test_a_dropped_client_resumes_every_event_once_in_order(
     assert messages[2] == {
         "jsonrpc": "2.0",
         "id": 9,
-        "result": {"content": [{"type": "text", "text": "gated done"}]},
+        "result": {
+            "content": [{"type": "text", "text": "gated done"}],
+            "structuredContent": {"result": "gated done"},
+        },
     }
     ids = [e["id"] for e in frames(result.body) if "data" in e]
     stream = last.rsplit("_", 1)[0]

@@ -117,7 +117,10 @@ async def test_a_pushed_request_is_answered_on_stdin() -> None:
     assert final == {
         "jsonrpc": "2.0",
         "id": 2,
-        "result": {"content": [{"type": "text", "text": "model said yes"}]},
+        "result": {
+            "content": [{"type": "text", "text": "model said yes"}],
+            "structuredContent": {"result": "model said yes"},
+        },
     }
 
 

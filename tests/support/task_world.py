@@ -73,7 +73,7 @@ def build(world: World, clock: FakeClock, **options: Any) -> tuple[Server, Tasks
         answer = await ctx.input({"next": elicit("next?", {"v": {"type": "string"}})})
         return f"gave up on late; next={answer['next']['content']['v']}"
 
-    @server.tool(options={"tasks": "optional"})
+    @server.tool(options={"tasks": "optional"}, structured_output=False)  # its size is its text
     async def blob(size: int) -> str:
         """A result of about ``size`` bytes."""
         await trio.lowlevel.checkpoint()

@@ -48,6 +48,7 @@ async def test_completed_failed_and_tool_errors(env: tuple[Client, TasksExtensio
     assert done["result"] == {  # the tool's own result; serverInfo is on the tasks/get result
         "resultType": "complete",
         "content": [{"type": "text", "text": "slept"}],
+        "structuredContent": {"result": "slept"},
     }
     assert done["_meta"] == SERVER_INFO
     failed = await settle(client, await create(client, "broken"))

@@ -804,26 +804,43 @@ def test_missing_annotations_mean_any() -> None:
     }
 
 
-# --- output_schema_for --------------------------------------------------------------------
+# --- output_schema_for (pydantic's schema; exact shapes in tests/handlers/test_output.py) ---
+
+
+def wrapped(schema: dict[str, Any], defs: dict[str, Any] | None = None) -> dict[str, Any]:
+    found = {
+        "type": "object",
+        "properties": {"result": schema},
+        "required": ["result"],
+        "additionalProperties": False,
+        "x-fastmcp-wrap-result": True,
+    }
+    return {**found, "$defs": defs} if defs else found
+
+
+POINT = {
+    "title": "Point",
+    "type": "object",
+    "properties": {"x": {"title": "X", "type": "integer"}, "y": {"title": "Y", "type": "integer"}},
+    "required": ["x", "y"],
+}
 
 
 def test_output_schema_for_object_returns() -> None:
     def td() -> Point: ...
-    def dc() -> Options: ...
     def mapping() -> dict[str, int]: ...
     def annotated() -> Annotated[Point, Param(description="A point")]: ...
     async def coro() -> Point: ...
     def awaitable() -> Awaitable[Point]: ...
 
-    assert checked(output_schema_for(td)) == schema_for_type(Point)
-    assert checked(output_schema_for(dc)) == schema_for_type(Options)
-    assert output_schema_for(mapping) is None  # a plain dict may be a content block
-    assert checked(output_schema_for(annotated)) == {
-        **schema_for_type(Point),
-        "description": "A point",
+    assert checked(output_schema_for(td)) == POINT
+    assert checked(output_schema_for(mapping)) == {
+        "type": "object",
+        "additionalProperties": {"type": "integer"},
     }
-    assert output_schema_for(coro) == schema_for_type(Point)
-    assert output_schema_for(awaitable) == schema_for_type(Point)
+    assert checked(output_schema_for(annotated)) == {**POINT, "description": "A point"}
+    assert output_schema_for(coro) == POINT
+    assert output_schema_for(awaitable) == POINT
 
 
 def test_output_schema_for_recursive_root_is_still_an_object() -> None:
@@ -832,50 +849,54 @@ def test_output_schema_for_recursive_root_is_still_an_object() -> None:
     schema = checked(output_schema_for(tool))
     assert schema["type"] == "object"
     assert set(schema["$defs"]) == {"Node"}
+    assert schema["properties"]["children"]["items"] == {"$ref": "#/$defs/Node"}
 
 
 def test_output_schema_none_for_content_returns() -> None:
-    def text() -> str: ...
     def nothing() -> None: ...
     def missing():  # type: ignore[no-untyped-def]
         ...
+    def anything() -> Any: ...
     def content() -> TextContent: ...
     def block() -> Block: ...
     def unresolved() -> "Nowhere": ...  # type: ignore[name-defined]  # noqa: F821
     def blocks() -> list[dict[str, Any]]: ...
-    def anything() -> list: ...  # type: ignore[type-arg]
-    def text_or_none() -> str | None: ...
+    def listed() -> list: ...  # type: ignore[type-arg]
+    def untyped() -> list[Any]: ...
+    def mapping() -> dict: ...  # type: ignore[type-arg]
+    def built() -> dict[str, Any]: ...
+    def keyed() -> dict[int, str]: ...
+    def text_or_block() -> str | dict[str, Any]: ...
     def some_blocks() -> Sequence[TextContent | Block]: ...
+    def raw() -> bytes: ...
     def opaque() -> Opaque: ...
     def whole() -> ToolResult: ...
 
     for fn in (
-        text,
         nothing,
         missing,
+        anything,
         content,
         block,
         unresolved,
         blocks,
-        anything,
-        text_or_none,
+        listed,
+        untyped,
+        mapping,
+        built,
+        keyed,
+        text_or_block,
         some_blocks,
+        raw,
         opaque,
         whole,
     ):
         assert output_schema_for(fn) is None, fn.__name__
 
 
-def wrapped(schema: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "properties": {"result": schema},
-        "required": ["result"],
-        "additionalProperties": False,
-    }
-
-
 def test_values_that_are_not_objects_are_wrapped_as_result() -> None:
+    def text() -> str: ...
+    def maybe_text() -> str | None: ...
     def number() -> int: ...
     def listing() -> list[Point]: ...
     def optional() -> Point | None: ...
@@ -883,18 +904,31 @@ def test_values_that_are_not_objects_are_wrapped_as_result() -> None:
     def names() -> list[str]: ...
     def pair() -> tuple[str, int]: ...
 
+    assert checked(output_schema_for(text)) == wrapped({"type": "string"})
+    assert checked(output_schema_for(maybe_text)) == wrapped(
+        {"anyOf": [{"type": "string"}, {"type": "null"}]}
+    )
     assert checked(output_schema_for(number)) == wrapped({"type": "integer"})
-    assert checked(output_schema_for(listing)) == wrapped(schema_for_type(list[Point]))
+    assert checked(output_schema_for(listing)) == wrapped(
+        {"type": "array", "items": {"$ref": "#/$defs/Point"}}, {"Point": POINT}
+    )
     assert checked(output_schema_for(optional)) == wrapped(
-        {"anyOf": [schema_for_type(Point), {"type": "null"}]}
+        {"anyOf": [{"$ref": "#/$defs/Point"}, {"type": "null"}]}, {"Point": POINT}
     )
     assert checked(output_schema_for(color)) == wrapped(
-        {"type": "string", "enum": ["red", "green"]}
+        {"title": "Color", "type": "string", "enum": ["red", "green"]}
     )
     assert checked(output_schema_for(names)) == wrapped(
         {"type": "array", "items": {"type": "string"}}
     )
-    assert checked(output_schema_for(pair)) == wrapped(schema_for_type(tuple[str, int]))
+    assert checked(output_schema_for(pair)) == wrapped(
+        {
+            "type": "array",
+            "prefixItems": [{"type": "string"}, {"type": "integer"}],
+            "minItems": 2,
+            "maxItems": 2,
+        }
+    )
     assert Signature.of(number).output_shape() == (wrapped({"type": "integer"}), True)
     assert Signature.of(optional).output_shape()[1] is True
 
@@ -903,7 +937,7 @@ def test_objects_are_not_wrapped() -> None:
     def td() -> Point: ...
     def model() -> Order: ...
 
-    assert Signature.of(td).output_shape() == (schema_for_type(Point), False)
+    assert Signature.of(td).output_shape() == (POINT, False)
     schema, wraps = Signature.of(model).output_shape()
     assert wraps is False
     assert checked(schema)["type"] == "object"
