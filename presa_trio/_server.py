@@ -226,8 +226,8 @@ class Server:
         ``{"result": ...}`` when it is not an object); content (no hint, ``None``, blocks,
         ``dict[str, Any]``) gets none. ``structured_output=False`` keeps a data return as
         content only; ``True`` requires an ``outputSchema`` (TypeError at declaration when
-        the hint gives none). The description defaults to the docstring. ``options`` carries settings that
-        extensions read (for example a task policy); the core ignores them. A sync function
+        the hint gives none). The description defaults to the docstring. ``options`` carries
+        settings that extensions read (a task policy); the core ignores them. A sync function
         runs in a worker thread; ``thread=False`` runs it on the event loop instead, for
         cheap, pure functions that never block. ``scopes`` are the OAuth scopes a call
         needs over HTTP: a token without them gets 403 ``insufficient_scope`` (see

@@ -20,8 +20,8 @@ from typing import Any, final
 import trio
 
 from .._handlers.convert import Binder
-from .._handlers.results import ToolResult
 from .._handlers.outputschema import output_shape
+from .._handlers.results import ToolResult
 from .._handlers.typeschema import EMPTY, parameters_schema
 from .context import Context
 

@@ -26,9 +26,11 @@ WHOAMI = {
         "properties": {"result": {"type": "integer"}},
         "required": ["result"],
         "additionalProperties": False,
+        "x-fastmcp-wrap-result": True,
     },
 }
-ERA = {"content": [text(f"{LEGACY}, a session, client inspector-cli")]}
+ERA_TEXT = f"{LEGACY}, a session, client inspector-cli"
+ERA = {"content": [text(ERA_TEXT)], "structuredContent": {"result": ERA_TEXT}}
 
 
 @pytest.fixture

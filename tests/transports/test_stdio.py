@@ -144,7 +144,7 @@ async def _writes_for(chunks: list[bytes]) -> list[bytes]:
     """The writes a server makes for requests read in ``chunks`` (then EOF)."""
     server = Server("echo")
 
-    @server.tool(thread=False)
+    @server.tool(thread=False, structured_output=False)  # answers of a known size
     def echo(text: str, times: int) -> str:
         """Answers at once."""
         return text * times
