@@ -132,6 +132,10 @@ def run(*args: str) -> str:
             ),
             r"memory\s+resume\s+\d+\.\d\d(.|\n)*sqlite\s+logging costs the call \d+\.\d\dx",
         ),
+        (
+            ("bench/declare_bench.py", "-n", "3"),
+            r"no hint:\s+\d+\.\d us per declaration(.|\n)*list\[dataclass\]:\s+\d+\.\d us",
+        ),
     ],
     ids=[
         "asgi_profile",
@@ -147,6 +151,7 @@ def run(*args: str) -> str:
         "sessions_bench",
         "sessions_bench-count-one",
         "resume_bench",
+        "declare_bench",
     ],
 )
 def test_the_bench_runs_and_prints_its_figures(args: tuple[str, ...], expected: str) -> None:
