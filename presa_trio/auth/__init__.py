@@ -8,12 +8,14 @@ oauth-protected-resource`` (mounted under a prefix, the host serves it at its ro
 ``AsgiApp.metadata_app()``), and check the scopes a tool declares (``@server.tool(scopes=
 [...])``, 403 ``insufficient_scope``). A handler sees the verified token as
 ``ctx.access_token``, and its subject is the default principal. stdio is not affected: its
-credentials come from the environment. ``JwtVerifier`` (needs joserfc) verifies JWTs.
+credentials come from the environment. ``JwtVerifier`` (needs joserfc) verifies JWTs;
+``IntrospectionVerifier`` (needs httpx) asks the authorization server (RFC 7662).
 """
 
 from .._protocol.tokens import AccessToken as AccessToken
 from .._protocol.tokens import TokenVerifier as TokenVerifier
 from ._bearer import BearerAuth as BearerAuth
+from ._introspection import IntrospectionVerifier as IntrospectionVerifier
 from ._jwt import JwtVerifier as JwtVerifier
 
-__all__ = ["AccessToken", "BearerAuth", "JwtVerifier", "TokenVerifier"]
+__all__ = ["AccessToken", "BearerAuth", "IntrospectionVerifier", "JwtVerifier", "TokenVerifier"]

@@ -32,6 +32,8 @@ def test_each_extra_brings_what_the_readme_says() -> None:
     auth = page("docs/guides/auth.md")
     assert "pip install 'presa_trio[jwt]' (joserfc, and httpx for jwks_url)" in auth
     assert extra("jwt") == {"joserfc", "httpx"}
+    assert "`pip install 'presa_trio[introspection]'`, which brings httpx" in auth
+    assert extra("introspection") == {"httpx"}
     deploying = page("docs/guides/deploying.md")
     claim = "pip install 'presa_trio[postgres]' # psycopg 3 and psycopg-pool, libpq bundled"
     assert claim in deploying
@@ -39,6 +41,7 @@ def test_each_extra_brings_what_the_readme_says() -> None:
     readme = page("README.md")  # the README's list of extras says the same
     assert "`otel`: OpenTelemetry spans (`opentelemetry-api` only" in readme
     assert "`jwt`: `JwtVerifier` (joserfc, and httpx for `jwks_url`)" in readme
+    assert "`introspection`: `IntrospectionVerifier` (httpx)" in readme
     postgres = "`postgres`: the PostgreSQL backend (psycopg 3 and psycopg-pool, libpq bundled)"
     assert postgres in readme
     docs = page("mkdocs.yml")  # the docs extra builds the site mkdocs.yml configures
