@@ -62,9 +62,7 @@ def build(**options: Any) -> Server:
     return server
 
 
-async def test_the_first_added_is_the_outermost_and_each_sees_method_params_and_principal() -> (
-    None
-):
+async def test_the_first_added_is_the_outermost_and_each_sees_method_params_and_principal() -> None:
     seen: Seen = []
     server = build()
     server.add_middleware(recorder("outer", seen))
@@ -152,9 +150,8 @@ async def test_a_middleware_that_crashes_is_answered_as_a_crashed_handler(
     server = build()
     server.add_middleware(buggy)
     async with open_client(server) as client:
-        with caplog.at_level(logging.ERROR, "presa_trio"):
-            with pytest.raises(RpcError) as crashed:
-                await client.call_tool("echo", {"text": "hi"})
+        with caplog.at_level(logging.ERROR, "presa_trio"), pytest.raises(RpcError) as crashed:
+            await client.call_tool("echo", {"text": "hi"})
             with pytest.raises(RpcError) as handler_crash:
                 await client.call_tool("broken")
     for error in (crashed.value, handler_crash.value):
@@ -176,9 +173,8 @@ async def test_a_middleware_that_returns_no_result_is_a_server_fault(
     server = build()
     server.add_middleware(forgetful)
     async with open_client(server) as client:
-        with caplog.at_level(logging.ERROR, "presa_trio"):
-            with pytest.raises(RpcError) as refused:
-                await client.call_tool("echo", {"text": "hi"})
+        with caplog.at_level(logging.ERROR, "presa_trio"), pytest.raises(RpcError) as refused:
+            await client.call_tool("echo", {"text": "hi"})
     assert (refused.value.code, refused.value.status) == (-32603, 500)
     assert "returned <class 'NoneType'>, not a result object" in caplog.text
 
@@ -286,17 +282,16 @@ async def test_a_cancelled_session_request_is_an_error_to_middleware() -> None:
         raise AssertionError("not reached")
 
     server.add_middleware(recorder("only", seen))
-    async with open_session(server) as session:
-        async with trio.open_nursery() as nursery:
+    async with open_session(server) as session, trio.open_nursery() as nursery:
 
-            async def call() -> None:
-                with pytest.raises(RpcError) as cancelled:
-                    await session.call_tool("wait")
-                assert cancelled.value.code == -32800
+        async def call() -> None:
+            with pytest.raises(RpcError) as cancelled:
+                await session.call_tool("wait")
+            assert cancelled.value.code == -32800
 
-            nursery.start_soon(call)
-            await started.wait()
-            await session.notify("notifications/cancelled", {"requestId": session._next_id})
+        nursery.start_soon(call)
+        await started.wait()
+        await session.notify("notifications/cancelled", {"requestId": session._next_id})
     assert seen[-1] == ("only", "raised", "RequestCancelled")
 
 
@@ -322,9 +317,7 @@ async def test_requests_on_stdio_go_through_it_in_both_eras() -> None:
     received = b""
     with trio.fail_after(10):
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(
-                lambda: serve_stdio(server, stdin=server_in, stdout=server_out)
-            )
+            nursery.start_soon(lambda: serve_stdio(server, stdin=server_in, stdout=server_out))
             for line in lines:
                 await to_server.send_all(json.dumps(line).encode() + b"\n")
                 while received.count(b"\n") < line["id"]:
