@@ -150,8 +150,9 @@ async def test_a_middleware_that_crashes_is_answered_as_a_crashed_handler(
     server = build()
     server.add_middleware(buggy)
     async with open_client(server) as client:
-        with caplog.at_level(logging.ERROR, "presa_trio"), pytest.raises(RpcError) as crashed:
-            await client.call_tool("echo", {"text": "hi"})
+        with caplog.at_level(logging.ERROR, "presa_trio"):
+            with pytest.raises(RpcError) as crashed:
+                await client.call_tool("echo", {"text": "hi"})
             with pytest.raises(RpcError) as handler_crash:
                 await client.call_tool("broken")
     for error in (crashed.value, handler_crash.value):
