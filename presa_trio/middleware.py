@@ -131,7 +131,8 @@ class RateLimit:
     def take(self, principal: str, now: float) -> None:
         """Count one request of ``principal`` at ``now``; ``CapacityExceeded`` past the rate."""
         tokens, then = self._buckets.pop(principal, (float(self.burst), now))
-        tokens = min(float(self.burst), tokens + (now - then) * self.per_second)
+        # never less for time running backwards: another run's clock starts elsewhere
+        tokens = min(float(self.burst), tokens + max(0.0, now - then) * self.per_second)
         allowed = tokens >= 1
         self._buckets[principal] = (tokens - 1 if allowed else tokens, now)
         if len(self._buckets) > self.max_principals:

@@ -108,6 +108,15 @@ def test_a_bucket_refills_at_the_rate_up_to_the_burst() -> None:
         limit.take("p", 100.0)
 
 
+def test_a_clock_that_goes_back_takes_nothing_away() -> None:
+    """Each trio run's clock starts somewhere else: a server run again keeps its limit."""
+    limit = RateLimit(per_second=1, burst=2)
+    limit.take("p", 1000.0)
+    limit.take("p", 5.0)
+    with pytest.raises(CapacityExceeded):
+        limit.take("p", 5.0)
+
+
 def test_principals_past_the_bound_are_forgotten_least_recent_first() -> None:
     limit = RateLimit(per_second=1, max_principals=3)
     for principal in ("a", "b", "c"):
