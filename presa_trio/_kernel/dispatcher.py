@@ -352,20 +352,29 @@ class Dispatcher:
     ) -> dict[str, Any]:
         route, meta = self.admit(request, headers)
         ctx = self._context(request, meta, headers, responder, runtime, authorization)
-        if route.input_required and "requestState" in request.params:
-            self._resume(route, ctx, runtime.sealer)
         if self._middleware:
+            if route.input_required and "requestState" in request.params:
+                self._resume(route, ctx, runtime.sealer)
             handle = partial(self._handle, route, request.params)
             result = await run_chain(self._middleware, ctx, handle)
+        elif not route.input_required:  # without middleware, as ``_handle`` but inline: the
+            result = await route.handler(ctx, request.params)  # path of every plain request
         else:
-            result = await self._handle(route, request.params, ctx)
+            if "requestState" in request.params:
+                self._resume(route, ctx, runtime.sealer)
+            try:
+                result = await route.handler(ctx, request.params)
+            except InputRequired as asked:
+                await trio.lowlevel.checkpoint()
+                result = self._input_required(route, ctx, asked, runtime.sealer)
         self._finish(result)
         self._check_result(route, result)
         return result
 
     async def _handle(self, route: Route, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
-        """The method itself, the innermost link of the middleware chain: an input round
-        (wire §10) is a result here, ``input_required``, never an exception."""
+        """The method itself, the innermost link of the middleware chain (``_run`` does the
+        same inline without middleware): an input round (wire §10) is a result here,
+        ``input_required``, never an exception."""
         if not route.input_required:
             return await route.handler(ctx, params)
         try:
