@@ -435,15 +435,16 @@ class Registry:
     def merge(self, other: Registry, what: str) -> None:
         """Add everything ``other`` holds, or nothing: a name or URI both hold is refused
         (``ValueError`` naming each, and ``what`` was being added) before any is added."""
+        tables: tuple[tuple[str, Mapping[Any, Any], Mapping[Any, Any]], ...] = (
+            ("tool", self.tools, other.tools),
+            ("resource", self.resources, other.resources),
+            ("resource template", self.templates, other.templates),
+            ("prompt", self.prompts, other.prompts),
+            ("completer of", self.completers, other.completers),
+        )
         clashes = [
-            f"{kind} {key!r}"
-            for kind, mine, theirs in (
-                ("tool", self.tools, other.tools),
-                ("resource", self.resources, other.resources),
-                ("resource template", self.templates, other.templates),
-                ("prompt", self.prompts, other.prompts),
-                ("completer of", self.completers, other.completers),
-            )
+            f"{kind} {key[1] if isinstance(key, tuple) else key!r}"
+            for kind, mine, theirs in tables
             for key in theirs
             if key in mine
         ]
