@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar, Unpack, final
@@ -21,11 +21,13 @@ from ._backends.opening import open_backend
 from ._backends.protocol import Backend, parse_url
 from ._boundary import absorb
 from ._kernel.bus import SubscriptionBus
+from ._kernel.composition import check_prefix, prefixed
 from ._kernel.context import Context
 from ._kernel.dispatcher import Dispatcher
 from ._kernel.extension_hooks import Extension, ExtensionContext
 from ._kernel.legacy import session_store_for, stream_log_for
 from ._kernel.methods import core_routes
+from ._kernel.middleware import Middleware
 from ._kernel.registry import Completer, Prompt, Registry, Resource, ResourceTemplate, Tool
 from ._kernel.runtime import Runtime
 from ._kernel.session_signals import SessionSignals
@@ -182,17 +184,23 @@ class Server:
         self.schemas = schemas if schemas is not None else Schemas()
         self.registry = Registry()
         self._extensions: list[Extension] = []
-        served = Served(self.registry, self.settings, self._extensions)
+        self._middleware: list[Middleware] = []
+        served = Served(self.registry, self.settings, self._extensions, self._middleware)
         self.dispatcher = Dispatcher(
             core_routes(served),
             schemas=self.schemas,
             settings=self.settings,
             extensions=self._extensions,
             served=served,
+            middleware=self._middleware,
         )
         self._runtimes: set[Runtime] = set()
         self._lifespan = lifespan
         self.auth = auth
+        self._mounts: list[Server] = []  # mounted here, in order (``mount``)
+        self._mounted_in: Server | None = None
+        # What has been built to serve it (an app, a run): from then on nothing is mounted.
+        self._built: str | None = None
 
     @property
     def extensions(self) -> Sequence[Extension]:
@@ -381,6 +389,113 @@ class Server:
             self.dispatcher.add(route)
         self._extensions.append(extension)
 
+    def add_middleware(self, middleware: Middleware) -> None:
+        """Wrap every request this server answers in ``middleware``, an ``async def
+        middleware(ctx, call_next)`` that returns ``await call_next(ctx)`` (or another
+        result) or raises an ``McpError``; the first added is the outermost. Requests of
+        both eras on every transport go through it (see ``presa_trio.middleware`` and the
+        middleware guide for what it sees of notifications, tasks and input rounds)."""
+        if self._runtimes or self._built is not None:
+            raise RuntimeError("add middleware before the server's app is built or it runs")
+        if self._mounted_in is not None:
+            raise RuntimeError(
+                f"server {self.name!r} is mounted in {self._mounted_in.name!r}: "
+                "add middleware to that server"
+            )
+        self._middleware.append(middleware)
+
+    @property
+    def middleware(self) -> Sequence[Middleware]:
+        """The middleware every request goes through, the outermost first."""
+        return tuple(self._middleware)
+
+    # ------------------------------------------------------------------ composing
+
+    def mount(self, server: Server, prefix: str) -> None:
+        """Serve everything ``server`` declares from this server, under ``prefix``: its
+        tools and prompts as ``{prefix}_{name}``, its resources and templates with
+        ``prefix`` as the first segment after ``scheme://`` (``data://stations`` under
+        ``weather`` is ``data://weather/stations``), its completions with them. Its
+        lifespan is entered inside this server's in every run (in mount order, left in
+        reverse), and its handlers' ``ctx.lifespan`` is what it yielded.
+
+        This server's settings, auth, extensions and middleware serve them all; a mounted
+        server that needs something else is refused here: an extension this server has not
+        added, middleware of its own, a ``principal`` function or ``auth`` not this
+        server's. So is a name or URI this server already serves, and a mount once this
+        server's app is built. ``server`` can declare nothing more once mounted.
+        """
+        prefix = check_prefix(prefix)
+        if server is self:
+            raise ValueError(f"server {self.name!r} cannot be mounted in itself")
+        if self._built is not None:
+            raise RuntimeError(
+                f"mount servers before {self._built} of server {self.name!r} is built"
+            )
+        if self._mounted_in is not None:
+            raise RuntimeError(
+                f"server {self.name!r} is mounted in {self._mounted_in.name!r}: "
+                "mount into that server instead"
+            )
+        if server._mounted_in is not None:
+            raise ValueError(
+                f"server {server.name!r} is already mounted in {server._mounted_in.name!r}"
+            )
+        self._check_mountable(server)
+        entries = prefixed(server.registry, prefix, server)
+        self.registry.merge(entries, f"mounting server {server.name!r} under {prefix!r}")
+        self._mounts.append(server)
+        server._mounted_in = self
+        server.registry.closed = (
+            f"server {server.name!r} is mounted in {self.name!r}: declare everything on it "
+            "before mounting it"
+        )
+
+    def _check_mountable(self, server: Server) -> None:
+        """Refuse what this server cannot serve for ``server`` as ``server`` would."""
+        mine = {e.id for e in self._extensions}
+        missing = [e.id for e in server._extensions if e.id not in mine]
+        if missing:
+            raise ValueError(
+                f"server {server.name!r} uses extension {', '.join(missing)}: add it to "
+                f"{self.name!r} (a mounted server is served by its parent's extensions)"
+            )
+        if server._middleware:
+            raise ValueError(
+                f"server {server.name!r} has middleware of its own: add it to {self.name!r} "
+                "(the parent's middleware wraps every request it serves)"
+            )
+        principal = server.settings.principal
+        if principal is not None and principal is not self.settings.principal:
+            raise ValueError(
+                f"server {server.name!r} names principals with a function {self.name!r} does "
+                f"not use: give that function to {self.name!r} (Server(principal=...))"
+            )
+        if server.auth is not None and server.auth is not self.auth:
+            raise ValueError(
+                f"server {server.name!r} has auth that {self.name!r} does not use: give it "
+                f"to {self.name!r} (its HTTP app is the one that verifies tokens)"
+            )
+
+    def _mounted(self) -> Iterator[Server]:
+        """Every server mounted here, and in those, depth first in mount order."""
+        for server in self._mounts:
+            yield server
+            yield from server._mounted()
+
+    @asynccontextmanager
+    async def _lifespans(self) -> AsyncIterator[tuple[Any, dict[object, Any]]]:
+        """This server's lifespan, then each mounted server's inside it (left in reverse):
+        what this one yielded, and what each mounted one did, by server."""
+        async with AsyncExitStack() as stack:
+            lifespan = self._lifespan if self._lifespan is not None else _no_lifespan
+            state = await stack.enter_async_context(lifespan(self))
+            mounted: dict[object, Any] = {}
+            for server in self._mounted():
+                if server._lifespan is not None:
+                    mounted[server] = await stack.enter_async_context(server._lifespan(server))
+            yield state, mounted
+
     # ------------------------------------------------------------------ running
 
     @asynccontextmanager
@@ -401,8 +516,12 @@ class Server:
             max_listeners=limits.max_listeners,
             max_listeners_per_principal=limits.max_listeners_per_principal,
         )
-        lifespan = self._lifespan if self._lifespan is not None else _no_lifespan
-        async with open_backend(backend or settings.backend) as opened, lifespan(self) as state:
+        if self._built is None:
+            self._built = "a run"
+        async with (
+            open_backend(backend or settings.backend) as opened,
+            self._lifespans() as (state, mounted),
+        ):
             ring = state_keys if state_keys is not None else sealing.keys
             if ring is None and (key := await opened.shared_key()) is not None:
                 ring = KeyRing([("shared", key)])
@@ -418,6 +537,7 @@ class Server:
                     max_background=limits.max_background,
                     max_background_per_principal=limits.max_background_per_principal,
                     lifespan_state=state,
+                    mounted_lifespans=mounted,
                 )
                 if settings.sessions.enabled:
                     runtime.sessions = RunSessions(
@@ -483,6 +603,7 @@ class Server:
 
         if backend is not None:
             parse_url(backend)
+        self._built = "the app"
         if timeouts is None:
             timeouts = DEFAULT_TIMEOUTS
         if deprecated:

@@ -108,6 +108,7 @@ class Context:
         "_authorization",
         "_extras",
         "_last_progress",
+        "_lifespan_key",
         "_principal",
         "_provide",
         "_responder",
@@ -156,6 +157,9 @@ class Context:
         self._principal: str | None = None
         self._last_progress: float | None = None
         self._extras: dict[str, Any] | None = None
+        # Whose lifespan ``ctx.lifespan`` is: None for the server's own, else a mounted
+        # server's (set when one of its handlers is called: ``serve_mounted``).
+        self._lifespan_key: object = None
         #: The older-era session this request belongs to (a ``SessionRecord``: its version,
         #: the client's info); None for a 2026-07-28 request.
         self.session: SessionRecord | None = None
@@ -252,8 +256,11 @@ class Context:
 
     @property
     def lifespan(self) -> Any:
-        """What the server's ``lifespan`` yielded for this run (None without one)."""
-        return self.runtime.lifespan_state
+        """What the server's ``lifespan`` yielded for this run (None without one); in a
+        handler of a mounted server (``Server.mount``), what that server's lifespan yielded."""
+        if self._lifespan_key is None:
+            return self.runtime.lifespan_state
+        return self.runtime.mounted_lifespans.get(self._lifespan_key)
 
     # ------------------------------------------------------------------ the way back
 
@@ -409,4 +416,11 @@ class Context:
         )
         other._principal = self._principal
         other._provide = provide
+        other._lifespan_key = self._lifespan_key
         return other
+
+
+def serve_mounted(ctx: Context, key: object) -> None:
+    """Have ``ctx.lifespan`` give what the lifespan of mounted server ``key`` yielded: its
+    handler is about to be called with ``ctx``."""
+    ctx._lifespan_key = key

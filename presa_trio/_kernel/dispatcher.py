@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterable, Mapping, Sequence
+from functools import partial
 from typing import Any, final
 
 import trio
@@ -51,6 +52,7 @@ from .authorization import Authorization
 from .context import Context, Responder, ServerView, notification_data
 from .extension_hooks import Extension
 from .legacy import LegacyEra
+from .middleware import Middleware, run_chain
 from .requestlog import CURRENT
 from .resumable import Reply
 from .routes import Route
@@ -73,10 +75,13 @@ class Dispatcher:
         settings: Settings,
         extensions: Sequence[Extension] = (),
         served: Served | None = None,
+        middleware: Sequence[Middleware] = (),
     ) -> None:
         self.schemas = schemas
         self.settings = settings
         self._extensions = extensions
+        # The server's own list: middleware added later (before it runs) is seen here.
+        self._middleware = middleware
         self._notification_defs = schemas.notification_definitions()
         self._view = ServerView(
             schemas, self._checked_notify, settings.principal, logging=settings.logging
@@ -347,8 +352,13 @@ class Dispatcher:
     ) -> dict[str, Any]:
         route, meta = self.admit(request, headers)
         ctx = self._context(request, meta, headers, responder, runtime, authorization)
-        if not route.input_required:
-            result = await route.handler(ctx, request.params)
+        if self._middleware:
+            if route.input_required and "requestState" in request.params:
+                self._resume(route, ctx, runtime.sealer)
+            handle = partial(self._handle, route, request.params)
+            result = await run_chain(self._middleware, ctx, handle)
+        elif not route.input_required:  # without middleware, as ``_handle`` but inline: the
+            result = await route.handler(ctx, request.params)  # path of every plain request
         else:
             if "requestState" in request.params:
                 self._resume(route, ctx, runtime.sealer)
@@ -360,6 +370,18 @@ class Dispatcher:
         self._finish(result)
         self._check_result(route, result)
         return result
+
+    async def _handle(self, route: Route, params: dict[str, Any], ctx: Context) -> dict[str, Any]:
+        """The method itself, the innermost link of the middleware chain (``_run`` does the
+        same inline without middleware): an input round (wire §10) is a result here,
+        ``input_required``, never an exception."""
+        if not route.input_required:
+            return await route.handler(ctx, params)
+        try:
+            return await route.handler(ctx, params)
+        except InputRequired as asked:
+            await trio.lowlevel.checkpoint()
+            return self._input_required(route, ctx, asked, ctx.runtime.sealer)
 
     def _context(
         self,

@@ -44,6 +44,7 @@ from ..errors import (
 from .authorization import Authorization
 from .bus import EVERY_RESOURCE, BusEvent, covers
 from .context import Context, InputRequests, Responder, ServerView, notification_data
+from .middleware import Next, run_chain
 from .resumable import EventTransport, Reply, open_stream, resumable, resume
 from .routes import Route
 from .runtime import Runtime
@@ -233,6 +234,21 @@ class LegacyEra:
         ctx = self._context(
             request.id, "initialize", params, meta, runtime, None, authorization, headers
         )
+        opening = partial(self._open, sessions, session_id, version)
+        return await self._through_middleware(ctx, opening)
+
+    async def _through_middleware(self, ctx: Context, innermost: Next) -> dict[str, Any]:
+        """``innermost(ctx)``, through the server's middleware when it has some."""
+        middleware = self._served.middleware
+        if middleware:
+            return await run_chain(middleware, ctx, innermost)
+        return await innermost(ctx)
+
+    async def _open(
+        self, sessions: RunSessions, session_id: str, version: str, ctx: Context
+    ) -> dict[str, Any]:
+        """Store the session an ``initialize`` opens; the ``InitializeResult``."""
+        meta = ctx.meta
         now = now_ms()
         record = SessionRecord(
             session_id=session_id,
@@ -342,7 +358,8 @@ class LegacyEra:
                     {"pointer": first.pointer},
                 )
         if own:
-            return await self._own(request.method, params, record, runtime)
+            answer = partial(self._own, request.method, params, record, runtime)
+            return await self._through_middleware(ctx, answer)
         assert route is not None
         if route.requires is not None and not dialect.declares(record.capabilities, route.requires):
             raise MissingCapability("Missing required client capability", dict(route.requires))
@@ -354,13 +371,8 @@ class LegacyEra:
                 reply.responder = responder = logged
                 ctx.respond_through(logged)
         ctx.ask_with(_Pushes(self, record, responder, sessions))
-        with (
-            sessions.signals.running(record.session_id, request.id) as scope,
-            runtime.backend.attention(),
-        ):
-            result = await route.handler(ctx, params)
-        if scope.cancelled_caught:
-            raise RequestCancelled()
+        handle = partial(self._handle, route, params, record.session_id, request.id)
+        result = await self._through_middleware(ctx, handle)
         if request.method == "tools/list":
             self._extension_tool_fields(result, ctx)
             self._expressible_tools(result, schemas, record.version)
@@ -372,6 +384,26 @@ class LegacyEra:
                 if violations:
                     logger.error("invalid %s result dropped: %s", route.name, violations)
                     raise InternalError("Server produced an invalid result")
+        return result
+
+    async def _handle(
+        self,
+        route: Route,
+        params: dict[str, Any],
+        session_id: str,
+        request_id: Any,
+        ctx: Context,
+    ) -> dict[str, Any]:
+        """The method itself, cancellable by the session's ``notifications/cancelled`` from
+        any worker (then -32800): the innermost link of the middleware chain."""
+        sessions, runtime = self._sessions(ctx.runtime), ctx.runtime
+        with (
+            sessions.signals.running(session_id, request_id) as scope,
+            runtime.backend.attention(),
+        ):
+            result = await route.handler(ctx, params)
+        if scope.cancelled_caught:
+            raise RequestCancelled()
         return result
 
     def _extension_tool_fields(self, result: dict[str, Any], ctx: Context) -> None:
@@ -407,7 +439,12 @@ class LegacyEra:
         result["tools"] = kept
 
     async def _own(
-        self, method: str, params: dict[str, Any], record: SessionRecord, runtime: Runtime
+        self,
+        method: str,
+        params: dict[str, Any],
+        record: SessionRecord,
+        runtime: Runtime,
+        ctx: Context,
     ) -> dict[str, Any]:
         """The methods only the older era has."""
         sessions = self._sessions(runtime)

@@ -375,6 +375,8 @@ class Registry:
         self.completers: dict[tuple[str, str], Completer] = {}
         self._listings: dict[str, list[dict[str, Any]]] = {}
         self._template_index: _TemplateIndex | None = None
+        #: Why nothing more may be declared here (this server is mounted), or None.
+        self.closed: str | None = None
 
     def listing(self, kind: str) -> list[dict[str, Any]]:
         """What ``{kind}/list`` shows (``tools``, ``resources``, ``templates`` or ``prompts``)
@@ -396,13 +398,19 @@ class Registry:
         self._listings.clear()
         self._template_index = None
 
+    def _check_open(self) -> None:
+        if self.closed is not None:
+            raise RuntimeError(self.closed)
+
     def add_tool(self, tool: Tool) -> None:
+        self._check_open()
         if tool.name in self.tools:
             raise ValueError(f"tool {tool.name!r} is declared twice")
         self.tools[tool.name] = tool
         self._renew()
 
     def add_resource(self, entry: Resource) -> None:
+        self._check_open()
         table: dict[str, Any] = (
             self.templates if isinstance(entry, ResourceTemplate) else self.resources
         )
@@ -412,15 +420,43 @@ class Registry:
         self._renew()
 
     def add_prompt(self, prompt: Prompt) -> None:
+        self._check_open()
         if prompt.name in self.prompts:
             raise ValueError(f"prompt {prompt.name!r} is declared twice")
         self.prompts[prompt.name] = prompt
         self._renew()
 
     def add_completer(self, ref: tuple[str, str], completer: Completer) -> None:
+        self._check_open()
         if ref in self.completers:
             raise ValueError(f"a completer for {ref[1]!r} is declared twice")
         self.completers[ref] = completer
+
+    def merge(self, other: Registry, what: str) -> None:
+        """Add everything ``other`` holds, or nothing: a name or URI both hold is refused
+        (``ValueError`` naming each, and ``what`` was being added) before any is added."""
+        tables: tuple[tuple[str, Mapping[Any, Any], Mapping[Any, Any]], ...] = (
+            ("tool", self.tools, other.tools),
+            ("resource", self.resources, other.resources),
+            ("resource template", self.templates, other.templates),
+            ("prompt", self.prompts, other.prompts),
+            ("completer of", self.completers, other.completers),
+        )
+        clashes = [
+            f"{kind} {key[1] if isinstance(key, tuple) else key!r}"
+            for kind, mine, theirs in tables
+            for key in theirs
+            if key in mine
+        ]
+        if clashes:
+            raise ValueError(f"{what} would declare twice: {', '.join(map(str, clashes))}")
+        self._check_open()
+        self.tools.update(other.tools)
+        self.resources.update(other.resources)
+        self.templates.update(other.templates)
+        self.prompts.update(other.prompts)
+        self.completers.update(other.completers)
+        self._renew()
 
     def find_resource(self, uri: str) -> tuple[Resource, dict[str, Any]] | None:
         """The resource at ``uri`` (exact URIs first), with its template variables converted

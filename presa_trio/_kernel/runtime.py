@@ -69,10 +69,13 @@ class Runtime:
         max_background: int = 1_000,
         max_background_per_principal: int | None = None,
         lifespan_state: Any = None,
+        mounted_lifespans: Mapping[object, Any] | None = None,
     ) -> None:
         self._nursery = nursery
         #: What the server's ``lifespan`` yielded for this run (``ctx.lifespan``).
         self.lifespan_state = lifespan_state
+        #: What each mounted server's lifespan yielded, by server (``Server.mount``).
+        self.mounted_lifespans: Mapping[object, Any] = mounted_lifespans or {}
         self.sealer = sealer
         self.thread_limiter = thread_limiter
         #: The same threads shared out among principals (``threads.limiter_for(principal)``).

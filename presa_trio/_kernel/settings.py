@@ -19,6 +19,7 @@ from .._protocol import dialect
 from .._protocol.request_state import DEFAULT_MAX_STATE_BYTES, DEFAULT_TTL_SECONDS, KeyRing
 from .context import Context
 from .extension_hooks import Extension
+from .middleware import Middleware
 from .registry import Registry
 from .tracing import Tracing
 
@@ -295,11 +296,13 @@ class Settings:
 @final
 @dataclass(frozen=True, slots=True)
 class Served:
-    """What the core methods read: the registry, the settings and the extensions."""
+    """What the core methods read: the registry, the settings, the extensions and the
+    middleware (the older era's sessions run it themselves)."""
 
     registry: Registry
     settings: Settings
     extensions: Sequence[Extension]
+    middleware: Sequence[Middleware] = ()
 
     def capabilities(self) -> dict[str, Any]:
         """The server capabilities ``server/discover`` advertises, from what is declared."""

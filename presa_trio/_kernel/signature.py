@@ -23,7 +23,7 @@ from .._handlers.convert import Binder
 from .._handlers.outputschema import output_shape
 from .._handlers.results import ToolResult
 from .._handlers.typeschema import EMPTY, parameters_schema
-from .context import Context
+from .context import Context, serve_mounted
 
 Handler = Callable[..., Any]
 _PLAIN = frozenset({str, dict, list, int, float, bool, type(None)})  # never awaitable
@@ -89,6 +89,9 @@ class Signature:
     returns: object
     is_async: bool
     binder: Binder
+    #: The mounted server whose handler this is (``Server.mount``), or None: its
+    #: ``ctx.lifespan`` is then what that server's lifespan yielded.
+    mounted_from: object = None
 
     @classmethod
     def of(cls, fn: Handler) -> Signature:
@@ -156,6 +159,8 @@ class Signature:
         its place in both bounds until it returns.
         """
         if self.context_param is not None:
+            if self.mounted_from is not None:
+                serve_mounted(ctx, self.mounted_from)
             kwargs[self.context_param] = ctx
         if self.is_async:
             return await self.fn(**kwargs)

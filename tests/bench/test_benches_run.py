@@ -76,6 +76,10 @@ def run(*args: str) -> str:
             r"120 declared,\s+resources/read, no template:\s+\d+\.\d us(.|\n)*"
             r"120 declared,\s+every page of tools/list:\s+\d+\.\d ms \(3 pages\)",
         ),
+        (
+            ("bench/middleware_bench.py", "-n", "20", "--runs", "1"),
+            r"one no-op\s+\d+\.\d  \([+-]\d+\.\d us, \d\.\d{3}x\)",
+        ),
         # what --instructions runs under valgrind, once per app: here without valgrind
         (("bench/asgi_profile.py", "--count-one", "presa-out-off", "-n", "20"), r"^$"),
         # http_work.py's servers and client (each answer checked), here without valgrind
@@ -146,6 +150,7 @@ def run(*args: str) -> str:
         "json_bench",
         "listen_bench",
         "registry_bench",
+        "middleware_bench",
         "asgi_profile-count-one",
         "http_work-served",
         "sessions_bench",

@@ -27,6 +27,8 @@ GUIDES = {
     "docs/guides/auth.md": 1,
     "docs/guides/observability.md": 1,
     "docs/guides/limits.md": 1,
+    "docs/guides/middleware.md": 3,
+    "docs/guides/composition.md": 1,
     "docs/reference/errors.md": 1,
 }
 BLOCK = re.compile(r"```python\n(# example: (?P<name>[\w-]+)\n.*?)```", re.DOTALL)

@@ -23,6 +23,7 @@ NAMESPACES = [
     "presa_trio.content",
     "presa_trio.errors",
     "presa_trio.extensions",
+    "presa_trio.middleware",
     "presa_trio.mrtr",
     "presa_trio.testing",
     "presa_trio.ext.tasks",
