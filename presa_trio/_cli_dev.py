@@ -88,26 +88,35 @@ def run(args: argparse.Namespace) -> int:
     print(f"presa-trio dev: restarting when a .py file under {folder} is saved", file=sys.stderr)
     print(f"presa-trio dev: inspect it with {INSPECTOR.format(url=url)} --method tools/list",
           file=sys.stderr, flush=True)  # fmt: skip
-    watch_fd, held = os.pipe()  # the child stops by itself if this process is gone
+    reloader = _Reloader(args, folder, sock)
     try:
-        argv = _child_argv(args, sock.fileno(), watch_fd)
-        return trio.run(_Reloader(argv, folder, (sock.fileno(), watch_fd), args).run)
+        return trio.run(reloader.run)
     finally:
-        os.close(held)
-        os.close(watch_fd)
-        sock.close()
+        reloader.close()
 
 
 class _Reloader:
-    """Runs the server as a child until a save, then again, until SIGINT/SIGTERM."""
+    """Runs the server as a child until a save, then again, until SIGINT/SIGTERM.
 
-    def __init__(
-        self, argv: list[str], folder: str, fds: tuple[int, int], args: argparse.Namespace
-    ) -> None:
-        self.argv = argv
+    The listening socket is this process's: a restart keeps it, so connections made
+    meanwhile wait in its queue for the next server. While no server can start (an import
+    error), it is closed, and connections are refused rather than left waiting; the next
+    start listens again.
+    """
+
+    def __init__(self, args: argparse.Namespace, folder: str, sock: socket.socket) -> None:
+        self.args = args
         self.folder = folder
-        self.fds = fds
-        self.shutdown_timeout = args.shutdown_timeout
+        self.sock: socket.socket | None = sock
+        # The child stops by itself when this process is gone: it holds ``watch`` of a
+        # pipe whose other end, ``held``, closes only with this process.
+        self.watch, self.held = os.pipe()
+
+    def close(self) -> None:
+        os.close(self.held)
+        os.close(self.watch)
+        if self.sock is not None:
+            self.sock.close()
 
     async def run(self) -> int:
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
@@ -135,8 +144,18 @@ class _Reloader:
     async def _child(self) -> None:
         """One server process, until it exits or this is cancelled: then it gets SIGTERM and
         its shutdown bound, and is killed past that."""
+        if self.sock is None:
+            try:
+                self.sock = _bound(self.args.http)
+            except (OSError, ValueError) as exc:
+                print(f"presa-trio dev: cannot listen on {self.args.http}: {exc}; waiting "
+                      "for a save", file=sys.stderr, flush=True)  # fmt: skip
+                return
+        fd = self.sock.fileno()
         process = await trio.lowlevel.open_process(
-            self.argv, pass_fds=self.fds, start_new_session=True
+            _child_argv(self.args, fd, self.watch),
+            pass_fds=(fd, self.watch),
+            start_new_session=True,
         )
         try:
             returncode = await process.wait()
@@ -144,11 +163,13 @@ class _Reloader:
             if process.returncode is None:
                 with trio.CancelScope(shield=True):
                     process.send_signal(signal.SIGTERM)
-                    with trio.move_on_after(self.shutdown_timeout + KILL_GRACE):
+                    with trio.move_on_after(self.args.shutdown_timeout + KILL_GRACE):
                         await process.wait()
                     if process.returncode is None:
                         process.kill()
                         await process.wait()
+        self.sock.close()  # refuse connections until a server runs again
+        self.sock = None
         print(f"presa-trio dev: the server {describe(returncode)}; waiting for a save",
               file=sys.stderr, flush=True)  # fmt: skip
 
