@@ -144,6 +144,7 @@ class _Reloader:
     async def _child(self) -> None:
         """One server process, until it exits or this is cancelled: then it gets SIGTERM and
         its shutdown bound, and is killed past that."""
+        await trio.lowlevel.checkpoint()
         if self.sock is None:
             try:
                 self.sock = _bound(self.args.http)

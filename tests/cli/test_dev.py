@@ -26,17 +26,11 @@ from support.servers import ROOT, free_port
 pytestmark = pytest.mark.e2e
 
 RELOAD_BOUND = 20.0
-SOURCE = '''\
-from presa_trio import Server
-
-server = Server("dev-demo", "1.0")
-
-
-@server.tool()
-def version() -> str:
-    """Which edit of this file is served."""
-    return "{version}"
-'''
+# The tutorial's dev-loop server, its answer made a placeholder for each edit.
+TUTORIAL = (ROOT / "docs" / "tutorial.md").read_text()
+BLOCK = re.search(r"<!-- dev-loop -->\n```python\n(.*?)```", TUTORIAL, re.S)
+assert BLOCK is not None, "the tutorial lost its dev-loop block"
+SOURCE = BLOCK[1].replace('return "one"', 'return "{version}"')
 
 
 @contextmanager
