@@ -18,8 +18,10 @@ from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
+from ._cli_dev import add_parser as add_dev_parser
 from ._kernel.requestlog import RequestFilter
 from ._process.shutdown import DEFAULT_SECONDS, ShutdownBound
+from .ext.tasks._command import add_parser as add_tasks_parser
 
 DESCRIPTION = """\
 presa-trio: serve MCP 2026-07-28 servers written with presa_trio, and check MCP traffic.
@@ -29,6 +31,9 @@ presa-trio: serve MCP 2026-07-28 servers written with presa_trio, and check MCP 
                                                       three worker processes, one shared store
   presa-trio serve app:server --stdio                 newline-delimited JSON-RPC on stdin/stdout
   presa-trio validate capture.jsonl                   check each line against the schema
+  presa-trio tasks --store sqlite:///srv/presa.db list
+                                                      the tasks on a shared store
+  presa-trio dev app:server                           serve, reloading on each save
 
 MODULE:SERVER names a presa_trio Server (or its ASGI app) importable from the current
 directory, e.g. examples.weather:server.
@@ -178,6 +183,8 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     validate.add_argument("file", help="JSON-lines capture ('-' for stdin)")
+    add_tasks_parser(commands)
+    add_dev_parser(commands)
     return parser
 
 
@@ -524,4 +531,6 @@ def validate(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if "run" in args:  # a command in a module of its own (tasks, dev)
+        return int(args.run(args))
     return serve(args) if args.command == "serve" else validate(args)

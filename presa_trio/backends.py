@@ -9,7 +9,8 @@ may take or wait for a lock, default 5) for both, ``poll`` (seconds between look
 workers' signals while some are expected, default 0.01) for SQLite. Pass the URL as
 ``Server(backend=...)``, ``server.asgi_app(backend=...)`` or
 ``server.open_runtime(backend=...)``; ``presa-trio serve`` takes ``--store URL`` (default:
-the ``PRESA_STORE`` environment variable).
+the ``PRESA_STORE`` environment variable). ``open_database(url)`` opens a shared store's
+database alone, without joining its workers, for tools that read it while servers run.
 
 Extensions reach the run's backend as ``ExtensionContext.backend`` and ask it for what they
 need by protocol: a backend on a SQL database is ``SqlBacked`` (a store for it runs its
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 from ._backends.opening import check_url as check_url
 from ._backends.opening import open_backend as open_backend
+from ._backends.opening import open_database as open_database
 from ._backends.protocol import DEFAULT_URL as DEFAULT_URL
 from ._backends.protocol import ENVIRONMENT_VARIABLE as ENVIRONMENT_VARIABLE
 from ._backends.protocol import Backend as Backend
@@ -33,6 +35,7 @@ from ._backends.protocol import BackendUrl as BackendUrl
 from ._backends.protocol import MemoryBackend as MemoryBackend
 from ._backends.protocol import WorkerLeases as WorkerLeases
 from ._backends.protocol import parse_url as parse_url
+from ._backends.sql import DEFAULT_LEASE as DEFAULT_LEASE
 from ._backends.sql import Connection as Connection
 from ._backends.sql import SharedBackend as SharedBackend
 from ._backends.sql import SqlBacked as SqlBacked
@@ -42,6 +45,7 @@ from ._backends.sql import Tables as Tables
 from ._backends.sqlite import SqliteDatabase as SqliteDatabase
 
 __all__ = [
+    "DEFAULT_LEASE",
     "DEFAULT_URL",
     "ENVIRONMENT_VARIABLE",
     "Backend",
@@ -59,5 +63,6 @@ __all__ = [
     "WorkerLeases",
     "check_url",
     "open_backend",
+    "open_database",
     "parse_url",
 ]

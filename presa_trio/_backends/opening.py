@@ -6,13 +6,17 @@ What each URL means is ``presa_trio.backends``' docstring; this module only open
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
 from .protocol import DEFAULT_URL, Backend, BackendError, MemoryBackend, parse_url
+
+if TYPE_CHECKING:
+    from .sql import SqlDatabase
 
 
 @asynccontextmanager
@@ -41,6 +45,33 @@ async def open_backend(url: str | Backend | None = None) -> AsyncIterator[Backen
     poll = parsed.number("poll", DEFAULT_POLL)
     async with open_sqlite(parsed.path, lease=lease, poll=poll, busy_timeout=timeout) as shared:
         yield shared
+
+
+@asynccontextmanager
+async def open_database(url: str) -> AsyncIterator[SqlDatabase]:
+    """The SQL database of the shared store ``url`` names, to run statements on, without
+    joining its workers: no lease, no signals, nothing created or migrated (a tool that reads
+    a running server's store, such as ``presa-trio tasks``). Raises ``BackendError`` for
+    ``memory:`` (nothing outside the process to open), a SQLite file that is not there, or
+    a database that cannot be reached."""
+    from .sqlite import BUSY_TIMEOUT, SqliteDatabase
+
+    parsed = parse_url(url)
+    timeout = parsed.number("timeout", BUSY_TIMEOUT)
+    if parsed.scheme == "memory":
+        raise BackendError("memory: lives inside each server; name a sqlite or postgresql store")
+    if parsed.scheme == "postgresql":
+        db: Any = _postgres().PostgresDatabase(parsed.path, timeout)
+        await db.open()
+    else:
+        if not await trio.to_thread.run_sync(os.path.isfile, parsed.path):
+            raise BackendError(f"no sqlite store at {parsed.path}")
+        db = SqliteDatabase(parsed.path, busy_timeout=timeout)
+    try:
+        yield db
+    finally:
+        with trio.CancelScope(shield=True), trio.move_on_after(timeout):
+            await db.aclose()
 
 
 def check_url(url: str) -> None:

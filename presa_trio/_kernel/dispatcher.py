@@ -53,7 +53,7 @@ from .context import Context, Responder, ServerView, notification_data
 from .extension_hooks import Extension
 from .legacy import LegacyEra
 from .middleware import Middleware, run_chain
-from .requestlog import CURRENT
+from .requestlog import CURRENT, log_answered, started
 from .resumable import Reply
 from .routes import Route
 from .runtime import Runtime
@@ -179,6 +179,7 @@ class Dispatcher:
         when the server traces.
         """
         token = CURRENT.set((str(request.id), request.method))  # for the log records
+        since = started()
         tracing = self.settings.tracing
         span = (
             None
@@ -187,6 +188,8 @@ class Dispatcher:
         )
         try:
             extra: Sequence[tuple[str, str]] = ()
+            result: dict[str, Any] | None = None
+            error: McpError | None = None
             try:
                 if runtime is None:
                     raise ServiceUnavailable("Server is not running: its lifespan has not started")
@@ -201,6 +204,9 @@ class Dispatcher:
                 data, status = self._error_data(request.id, error), error.http_status
                 extra = error.http_headers
             await responder.finish(data, status, extra)
+            if since is not None:
+                shown = None if error is None else error.to_error()
+                log_answered(since, request.method, request.params, status, result, shown)
         finally:
             if span is not None:
                 span.end()
@@ -223,12 +229,15 @@ class Dispatcher:
         ``Mcp-Session-Id``). Errors are shaped here, as every other: on a session a JSON-RPC
         error is HTTP 200, and only a session that is gone answers 404."""
         token = CURRENT.set((str(request.id), request.method))
+        since = started()
         tracing = self.settings.tracing
         known = request.method in self._routes or request.method == "initialize"
         span = None if tracing is None else tracing.request(request, None, known=known)
         try:
             extra: Sequence[tuple[str, str]] = ()
             succeeded = False
+            answered: dict[str, Any] | None = None
+            failure: McpError | None = None
             reply = Reply(responder)
             try:
                 legacy = self.legacy
@@ -252,17 +261,20 @@ class Dispatcher:
                         headers,
                     )
                 data, status = self._encoded(request, result), 200
-                succeeded = True
+                succeeded, answered = True, result
                 if span is not None:
                     span.answered(result)
             except BaseException as exc:
-                error = self._error_of(exc, request.method)
+                error = failure = self._error_of(exc, request.method)
                 if span is not None:
                     span.refused(error)
                 data = self.session_error(request.id, error)
                 status = self.session_status(error, opening=new_session is not None)
                 extra = error.http_headers
             await reply.responder.finish(data, status, extra)
+            if since is not None:
+                shown = None if failure is None else failure.to_error()
+                log_answered(since, request.method, request.params, status, answered, shown)
             return succeeded
         finally:
             if span is not None:

@@ -171,9 +171,9 @@ async def test_the_parents_middleware_wraps_the_mounted_servers_requests(
     server = build()
     server.add_middleware(RequestLog())
     async with open_client(server) as client:
-        with caplog.at_level(logging.INFO, "presa_trio.requests"):
+        with caplog.at_level(logging.INFO, "presa_trio.middleware.requests"):
             await client.call_tool("weather_forecast", {"city": "Oslo"})
-    (line,) = [r.getMessage() for r in caplog.records if r.name == "presa_trio.requests"]
+    (line,) = [r.getMessage() for r in caplog.records if r.name == "presa_trio.middleware.requests"]
     assert line.startswith("tools/call weather_forecast: complete, ")
 
 

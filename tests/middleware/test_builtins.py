@@ -160,7 +160,7 @@ async def test_one_line_per_request_with_its_outcome_and_its_time(
     server = build()
     server.add_middleware(RequestLog())
     async with open_client(server) as client:
-        with caplog.at_level(logging.INFO, "presa_trio.requests"):
+        with caplog.at_level(logging.INFO, "presa_trio.middleware.requests"):
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(client.call_tool, "buy", {"who": "a", "seconds": 0.25})
                 await trio.testing.wait_all_tasks_blocked()
@@ -171,7 +171,7 @@ async def test_one_line_per_request_with_its_outcome_and_its_time(
             with pytest.raises(RpcError):
                 await client.call_tool("fail", {"who": "a"})
             await client.list_tools()
-    lines = [r.getMessage() for r in caplog.records if r.name == "presa_trio.requests"]
+    lines = [r.getMessage() for r in caplog.records if r.name == "presa_trio.middleware.requests"]
     assert lines == [
         "tools/call buy: complete, 250.0 ms",
         "tools/call confirm: input_required, 0.0 ms",
@@ -179,7 +179,7 @@ async def test_one_line_per_request_with_its_outcome_and_its_time(
         "tools/call fail: crashed (KeyError), answered -32603, 0.0 ms",
         "tools/list: complete, 0.0 ms",
     ]
-    first = next(r for r in caplog.records if r.name == "presa_trio.requests")
+    first = next(r for r in caplog.records if r.name == "presa_trio.middleware.requests")
     assert (first.mcp_outcome, first.duration_ms) == ("complete", 250.0)  # type: ignore[attr-defined]
 
 
