@@ -18,17 +18,22 @@ from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
+from . import _cli_client as client_commands
 from ._kernel.requestlog import RequestFilter
 from ._process.shutdown import DEFAULT_SECONDS, ShutdownBound
 
 DESCRIPTION = """\
-presa-trio: serve MCP 2026-07-28 servers written with presa_trio, and check MCP traffic.
+presa-trio: serve MCP 2026-07-28 servers written with presa_trio, call any MCP server, and check
+MCP traffic.
 
   presa-trio serve app:server --http 127.0.0.1:8000   Streamable HTTP at http://127.0.0.1:8000/mcp
   presa-trio serve app:server --workers 3 --store sqlite:///srv/presa.db
                                                       three worker processes, one shared store
   presa-trio serve app:server --stdio                 newline-delimited JSON-RPC on stdin/stdout
   presa-trio validate capture.jsonl                   check each line against the schema
+  presa-trio list http://127.0.0.1:8000/mcp            a server's tools (--resources, --prompts)
+  presa-trio call app:server forecast city=Paris      call a tool (also --stdio -- CMD ARGS)
+  presa-trio read app:server weather://stations       read a resource
 
 MODULE:SERVER names a presa_trio Server (or its ASGI app) importable from the current
 directory, e.g. examples.weather:server.
@@ -178,6 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     validate.add_argument("file", help="JSON-lines capture ('-' for stdin)")
+    client_commands.add_parsers(commands)
     return parser
 
 
@@ -523,5 +529,8 @@ def validate(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv, spawned = client_commands.split_command(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
+    if args.command in ("list", "call", "read"):
+        return client_commands.run(args, spawned, load_target)
     return serve(args) if args.command == "serve" else validate(args)
