@@ -530,7 +530,10 @@ def validate(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv, spawned = client_commands.split_command(sys.argv[1:] if argv is None else argv)
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
     if args.command in ("list", "call", "read"):
-        return client_commands.run(args, spawned, load_target)
+        return client_commands.run(args, extra, spawned, load_target)
+    if extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     return serve(args) if args.command == "serve" else validate(args)

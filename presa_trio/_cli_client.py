@@ -94,12 +94,19 @@ def split_command(argv: Sequence[str]) -> tuple[list[str], list[str]]:
     return items, []
 
 
-def run(args: argparse.Namespace, command: list[str], load: Callable[[str], Any]) -> int:
+def run(
+    args: argparse.Namespace, extra: list[str], command: list[str], load: Callable[[str], Any]
+) -> int:
     """Run ``list``/``call``/``read``; the exit status. Every failure is one line on stderr.
-    ``load`` imports MODULE:SERVER (``presa-trio serve``'s own loader)."""
+    ``extra`` are the words argparse left (``KEY=VALUE`` after an option), ``command`` the
+    one after ``--``, and ``load`` imports MODULE:SERVER (``presa-trio serve``'s loader)."""
     import trio
 
     try:
+        unknown = [word for word in extra if word.startswith("-")]
+        if unknown:
+            raise UsageError(f"unrecognized arguments: {' '.join(unknown)}")
+        args.words = [*args.words, *extra]
         target, rest = _target(args, command)
         if isinstance(target, str) and not target.startswith(("http://", "https://")):
             target = _in_process(target, load)
@@ -179,7 +186,12 @@ async def _main(args: argparse.Namespace, target: Any, rest: list[str]) -> int:
                     await connection.close()
     except trio.TooSlowError:
         task = connection.task_id if connection is not None else None
-        still = f" (task {task} goes on on the server)" if task else ""
+        if task is None:
+            still = ""
+        elif isinstance(target, str):
+            still = f" (task {task} goes on on the server)"
+        else:
+            still = f" (task {task} stopped with the server)"
         raise TimedOut(f"no answer within --timeout {args.timeout:g} seconds{still}") from None
 
 
@@ -344,8 +356,11 @@ class Asker:
 
     async def _prompt(self, params: Mapping[str, Any]) -> dict[str, Any]:
         """Ask on the terminal, field by field; end of input declines."""
+        import trio
+
         from ._client.arguments import ArgumentError, coerce
 
+        await trio.lowlevel.checkpoint()
         if params.get("mode") == "url":
             line = await _ask("  accept? [y/N] ")
             return {"action": "accept" if line.strip().lower() in ("y", "yes") else "decline"}
@@ -423,18 +438,20 @@ def _first_line(text: Any) -> str:
 
 
 def _tool_text(tool: Mapping[str, Any]) -> str:
+    """``name(arg: type, arg: type = default, arg: type?)`` and the description's first line."""
+    from ._client.arguments import type_label
+
     schema = tool.get("inputSchema") or {}
     required = set(schema.get("required") or ())
     parts = []
     for name, prop in (schema.get("properties") or {}).items():
-        kind = prop.get("type") if isinstance(prop, dict) else None
-        kind = "|".join(kind) if isinstance(kind, list) else (kind or "any")
-        default = (
-            f" = {json.dumps(prop['default'])}"
-            if isinstance(prop, dict) and "default" in prop
-            else ""
-        )
-        parts.append(f"{name}: {kind}{default}" + ("" if name in required else "?") * (not default))
+        prop = prop if isinstance(prop, dict) else {}
+        part = f"{name}: {type_label(prop)}"
+        if "default" in prop:
+            part += f" = {json.dumps(prop['default'])}"
+        elif name not in required:
+            part += "?"
+        parts.append(part)
     line = f"{tool.get('name')}({', '.join(parts)})"
     description = _first_line(tool.get("description"))
     return f"{line}\n    {description}" if description else line

@@ -21,19 +21,20 @@ def parse_pairs(
     pairs: Sequence[str], schema: Mapping[str, Any], base: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:
     """``base`` (from ``--args``) with each ``KEY=VALUE`` of ``pairs`` typed and set over it.
-    A key the schema does not name is refused, unless the schema allows other properties."""
+    A key the schema does not name is refused, unless its ``additionalProperties`` allows
+    other keys (they are typed by it when it is a schema)."""
     properties = schema.get("properties")
     properties = properties if isinstance(properties, Mapping) else {}
-    open_schema = schema.get("additionalProperties") not in (False, None) and not properties
+    more = schema.get("additionalProperties")  # other keys: refused unless declared open
     arguments = dict(base or {})
     for pair in pairs:
         key, equals, text = pair.partition("=")
         if not equals or not key:
             raise ArgumentError(f"expected KEY=VALUE, got {pair!r}")
-        if key not in properties and not open_schema:
+        if key not in properties and more in (False, None):
             known = ", ".join(sorted(properties)) or "none"
             raise ArgumentError(f"the tool takes no argument {key!r} (it takes: {known})")
-        prop = properties.get(key)
+        prop = properties.get(key, more)
         arguments[key] = coerce(key, text, prop if isinstance(prop, Mapping) else {})
     return arguments
 
@@ -62,6 +63,13 @@ def coerce(key: str, text: str, prop: Mapping[str, Any]) -> Any:
             continue
     wanted = " or ".join(sorted(types, key=_ORDER.index))
     raise ArgumentError(f"{key}={text!r}: expected {wanted}")
+
+
+def type_label(prop: Mapping[str, Any]) -> str:
+    """The JSON type(s) a property takes, for a person: ``integer``, ``integer|null``,
+    ``any``."""
+    types = _types(prop)
+    return "|".join(sorted(types, key=_ORDER.index)) if types else "any"
 
 
 def _types(prop: Mapping[str, Any]) -> set[str]:

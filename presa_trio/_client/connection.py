@@ -77,6 +77,7 @@ class Connection:
 
     async def close(self) -> None:
         """End an older-era session (bounded and shielded: it runs on the way out)."""
+        await trio.lowlevel.checkpoint()
         if self.session_id is None:
             return
         with trio.move_on_after(2.0, shield=True):
@@ -202,6 +203,7 @@ class Connection:
         raise ProtocolError(f"{method} still asked for input after {MAX_ROUNDS} rounds")
 
     async def _answers(self, requests: Mapping[str, Any]) -> dict[str, Any]:
+        await trio.lowlevel.checkpoint()
         responses = {}
         for key, asked in requests.items():
             if not isinstance(asked, Mapping) or asked.get("method") != "elicitation/create":
@@ -215,6 +217,7 @@ class Connection:
     async def follow_task(self, view: TaskView) -> dict[str, Any]:
         """Poll ``tasks/get`` until the task ends, answering its questions (``tasks/update``);
         its ``CallToolResult``, or ``TaskEnded`` for a task that failed or was cancelled."""
+        await trio.lowlevel.checkpoint()
         self.task_id = view.task_id
         shown: tuple[str, str | None] | None = None
         answered: set[str] = set()

@@ -232,6 +232,7 @@ class HttpTransport:
 
 
 async def _next_event(connection: h11.Connection, stream: trio.abc.Stream) -> Any:
+    await trio.lowlevel.checkpoint()
     while True:
         event = connection.next_event()
         if event is not h11.NEED_DATA:
@@ -266,6 +267,7 @@ class StdioTransport:
         self._pending: list[bytes | None] = []
 
     async def _line(self) -> dict[str, Any]:
+        await trio.lowlevel.checkpoint()
         while not self._pending:
             chunk = bytes(await self._stdout.receive_some(65536))
             if not chunk:

@@ -29,7 +29,13 @@ RINGS = [
     ["presa_trio._asgi_driver"],
     ["presa_trio._session_client"],
     ["presa_trio._client"],
-    ["presa_trio", "presa_trio._cli", "presa_trio._cli_client", "presa_trio.testing", "presa_trio.__main__"],
+    [
+        "presa_trio",
+        "presa_trio._cli",
+        "presa_trio._cli_client",
+        "presa_trio.testing",
+        "presa_trio.__main__",
+    ],
     ["presa_trio.ext"],
 ]
 # Modules that must never import trio (or anything that does I/O): values in, values out.
