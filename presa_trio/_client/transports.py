@@ -89,10 +89,31 @@ async def read_body(
     return Reply(status, None, session_id)
 
 
+class HttpExchanges:
+    """A transport that speaks HTTP, in process or over a socket: every message is one
+    exchange (``_exchange``), a request's answer read by ``read_body``."""
+
+    async def _exchange(
+        self, method: str, body: bytes, headers: Headers, request_id: Any, on_message: OnMessage
+    ) -> Reply:
+        raise NotImplementedError
+
+    async def request(
+        self, message: dict[str, Any], headers: Headers, on_message: OnMessage
+    ) -> Reply:
+        return await self._exchange("POST", _encode(message), headers, message["id"], on_message)
+
+    async def send(self, message: dict[str, Any], headers: Headers) -> None:
+        await self._exchange("POST", _encode(message), headers, None, _ignore)
+
+    async def end_session(self, headers: Headers) -> None:
+        await self._exchange("DELETE", b"", headers, None, _ignore)
+
+
 # ---------------------------------------------------------------------------- in process
 
 
-class AsgiTransport:
+class AsgiTransport(HttpExchanges):
     """A presa_trio app in this process, driven like ``presa_trio.testing`` drives it."""
 
     def __init__(self, app: Any) -> None:
@@ -121,17 +142,6 @@ class AsgiTransport:
             finally:
                 exchange.disconnected.set()
 
-    async def request(
-        self, message: dict[str, Any], headers: Headers, on_message: OnMessage
-    ) -> Reply:
-        return await self._exchange("POST", _encode(message), headers, message["id"], on_message)
-
-    async def send(self, message: dict[str, Any], headers: Headers) -> None:
-        await self._exchange("POST", _encode(message), headers, None, _ignore)
-
-    async def end_session(self, headers: Headers) -> None:
-        await self._exchange("DELETE", b"", headers, None, _ignore)
-
 
 async def _channel(chunks: trio.MemoryReceiveChannel[bytes]) -> AsyncIterator[bytes]:
     async for chunk in chunks:
@@ -159,7 +169,7 @@ async def open_in_process(target: Any) -> AsyncIterator[AsgiTransport]:
 # ---------------------------------------------------------------------------- HTTP
 
 
-class HttpTransport:
+class HttpTransport(HttpExchanges):
     """Streamable HTTP to ``url``: one HTTP/1.1 connection per message (h11)."""
 
     def __init__(self, url: str) -> None:
@@ -213,22 +223,18 @@ class HttpTransport:
                     event.status_code, answer, _body(connection, stream), request_id, on_message
                 )
         except (h11.RemoteProtocolError, trio.BrokenResourceError, ssl.SSLError) as exc:
-            raise TransportError(f"the connection to {self.url} broke: {exc}") from None
+            raise TransportError(f"the connection to {self.url} broke: {_why(exc)}") from None
         except OSError as exc:
             raise TransportError(
                 f"the connection to {self.url} failed: {exc.strerror or exc}"
             ) from None
 
-    async def request(
-        self, message: dict[str, Any], headers: Headers, on_message: OnMessage
-    ) -> Reply:
-        return await self._exchange("POST", _encode(message), headers, message["id"], on_message)
 
-    async def send(self, message: dict[str, Any], headers: Headers) -> None:
-        await self._exchange("POST", _encode(message), headers, None, _ignore)
-
-    async def end_session(self, headers: Headers) -> None:
-        await self._exchange("DELETE", b"", headers, None, _ignore)
+def _why(exc: BaseException) -> str:
+    """What broke a connection: trio wraps a TLS failure (a certificate not trusted, say)
+    in ``BrokenResourceError``, whose own text is empty."""
+    cause = exc.__cause__ if str(exc) == "" and exc.__cause__ is not None else exc
+    return str(cause) or type(cause).__name__
 
 
 async def _next_event(connection: h11.Connection, stream: trio.abc.Stream) -> Any:

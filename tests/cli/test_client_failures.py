@@ -29,7 +29,7 @@ def one_error_line(done: subprocess.CompletedProcess[str]) -> str:
         (["list", "--stdio"], "--stdio needs the server's command after --"),
         (["list", "nothing-here"], "'nothing-here' is neither an http(s):// URL nor MODULE:SERVER"),
         (["list", "no_such_module:server"], "cannot import 'no_such_module'"),
-        (["list", "cli_client_app:NAME_FORM"], "cli_client_app:NAME_FORM is a dict, not a"),
+        (["list", "cli_client_app:ASK_NAME"], "cli_client_app:ASK_NAME is a dict, not a"),
         (["call", "cli_client_app:server", "add", "--bogus"], "unrecognized arguments: --bogus"),
         (["call", "cli_client_app:server", "ask", "--answer", "name"], "--answer expects KEY=JSON"),
         (["call", "cli_client_app:server", "ask", "--answer", "name={"], "--answer name: not JSON"),

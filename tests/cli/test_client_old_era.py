@@ -6,7 +6,6 @@ session with a DELETE."""
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -15,7 +14,7 @@ from pathlib import Path
 import pytest
 from support import client_installs
 from support.cli_runner import presa
-from support.servers import SUPPORT, free_port
+from support.servers import SUPPORT, Served, free_port, wait_listening
 
 pytestmark = pytest.mark.e2e
 
@@ -38,21 +37,13 @@ def mcp1_http(
         process = subprocess.Popen(
             [str(mcp1_python), SERVER, "http", str(port)], stdout=log, stderr=subprocess.STDOUT
         )
+    served = Served(port, process, log_path)
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(log_path.read_text()) from None
-                time.sleep(0.05)
+        wait_listening(served, "the mcp 1.x server", seconds=60)
         yield f"http://127.0.0.1:{port}/mcp", log_path
     finally:
-        process.terminate()
         try:
-            process.wait(timeout=10)
+            served.stop()
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
@@ -105,6 +96,7 @@ def test_call_answers_a_pushed_elicitation_from_stdin(target: list[str]) -> None
     done = run("call", target, "ask", stdin='{"name": "Ada"}\n')
     assert (done.returncode, done.stdout) == (0, "Hello, Ada\n"), done.stderr
     assert "Your name?" in done.stderr
+    assert "log info: asking for a name" in done.stderr.splitlines()
     declined = run("call", target, "ask", stdin='{"action": "decline"}\n')
     assert (declined.returncode, declined.stdout) == (0, "no name (decline)\n"), declined.stderr
 

@@ -76,7 +76,7 @@ def test_list_json_prints_the_raw_tools(target: Target) -> None:
     assert done.returncode == 0, done.stderr
     tools = json.loads(done.stdout)
     assert [tool["name"] for tool in tools] == [
-        "add", "ask", "ask_task", "describe", "fail", "region_weather", "slow_task",
+        "add", "ask", "ask_task", "count_up", "describe", "fail", "region_weather", "slow_task",
     ]  # fmt: skip
     assert tools[0]["inputSchema"]["required"] == ["a", "b"]
 
@@ -95,6 +95,13 @@ def test_list_resources_and_prompts(target: Target) -> None:
 def test_call_prints_the_text_content(target: Target) -> None:
     done = target.run("call", "add", "a=2", "b=40")
     assert (done.returncode, done.stdout) == (0, "42\n"), done.stderr
+
+
+def test_call_reports_progress_on_stderr(target: Target) -> None:
+    done = target.run("call", "count_up", "to=3")
+    assert (done.returncode, done.stdout) == (0, "counted to 3\n"), done.stderr
+    reported = [line for line in done.stderr.splitlines() if line.startswith("progress")]
+    assert reported == ["progress 1/3: step 1", "progress 2/3: step 2", "progress 3/3: step 3"]
 
 
 def test_call_types_each_value_by_the_input_schema(target: Target) -> None:

@@ -1,10 +1,11 @@
 """The server the client CLI's tests (tests/cli/test_client_*.py) call: in process as
 ``cli_client_app:server``, under hypercorn as ``cli_client_app:app``, and over stdio.
 
-Tools: ``add`` (typed arguments), ``describe`` (every JSON type, echoed back as structured
-content), ``region_weather`` (an argument mirrored into ``Mcp-Param-Region``), ``fail`` (an
-error result), ``ask`` (a question by MRTR), ``ask_task`` (a task that asks a question) and
-``slow_task`` (a task that runs until cancelled). A resource and a prompt.
+Tools: ``add`` (typed arguments), ``count_up`` (progress), ``describe`` (every JSON type,
+echoed back as structured content), ``region_weather`` (an argument mirrored into
+``Mcp-Param-Region``), ``fail`` (an error result), ``ask`` (a question by MRTR), ``ask_task``
+(a task that asks a question) and ``slow_task`` (a task that runs until cancelled). A
+resource and a prompt.
 """
 
 from __future__ import annotations
@@ -15,19 +16,12 @@ import trio
 
 from presa_trio import Context, Param, Server, ToolError
 from presa_trio.ext.tasks import TasksExtension
+from presa_trio.mrtr import elicit
 
 server = Server("cli-client-e2e", "1.0")
 server.add_extension(TasksExtension())
 
-NAME_FORM = {
-    "mode": "form",
-    "message": "Your name?",
-    "requestedSchema": {
-        "type": "object",
-        "properties": {"name": {"type": "string"}},
-        "required": ["name"],
-    },
-}
+ASK_NAME = {"name": elicit("Your name?", {"name": {"type": "string"}}, ["name"])}
 
 
 @server.tool()
@@ -71,6 +65,14 @@ def region_weather(region: Annotated[str, Param(header="Region")]) -> str:
 
 
 @server.tool()
+async def count_up(ctx: Context, to: int) -> str:
+    """Count, reporting progress on the way."""
+    for step in range(1, to + 1):
+        await ctx.progress(step, to, f"step {step}")
+    return f"counted to {to}"
+
+
+@server.tool()
 def fail() -> str:
     """Always fails (an error result)."""
     raise ToolError("it failed on purpose")
@@ -79,7 +81,7 @@ def fail() -> str:
 @server.tool()
 async def ask(ctx: Context) -> str:
     """Ask the caller's name (by MRTR)."""
-    answers = await ctx.input({"name": {"method": "elicitation/create", "params": NAME_FORM}})
+    answers = await ctx.input(ASK_NAME)
     answer = answers["name"]
     if answer.get("action") != "accept":
         return f"no name ({answer.get('action')})"
@@ -90,7 +92,7 @@ async def ask(ctx: Context) -> str:
 async def ask_task(ctx: Context, greeting: str = "Hello") -> str:
     """A task that asks the caller's name."""
     await trio.sleep(0.05)
-    answers = await ctx.input({"name": {"method": "elicitation/create", "params": NAME_FORM}})
+    answers = await ctx.input(ASK_NAME)
     return f"{greeting}, {answers['name']['content']['name']}"
 
 

@@ -6,16 +6,20 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Mapping
 
 from support.servers import ROOT, SUPPORT
 
 LIMIT = 120  # seconds a command may take before the test fails (a bound, not a pace)
 
 
-def presa(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+def presa(
+    *args: str, stdin: str | None = None, env: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     """``python -m presa_trio ARGS``: its exit status, stdout and stderr. ``stdin`` is what
-    it reads (nothing when None: its input is empty, not a terminal)."""
-    environ = dict(os.environ)
+    it reads (nothing when None: its input is empty, not a terminal); ``env`` adds to the
+    environment."""
+    environ = {**os.environ, **(env or {})}
     environ["PYTHONPATH"] = os.pathsep.join(
         [str(SUPPORT), str(ROOT), environ.get("PYTHONPATH", "")]
     )

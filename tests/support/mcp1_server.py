@@ -3,7 +3,8 @@
 Run by the interpreter of its own virtualenv (tests/support/client_installs.py):
 ``python mcp1_server.py stdio`` serves on stdin/stdout; ``python mcp1_server.py http PORT``
 serves Streamable HTTP at http://127.0.0.1:PORT/mcp. Its tools: ``add`` (two integers),
-``fail`` (an error result) and ``ask`` (asks the client's name with an elicitation).
+``fail`` (an error result) and ``ask`` (logs a line, then asks the client's name with an
+elicitation). A resource, ``note://greeting``.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ def fail() -> str:
 @mcp.tool()
 async def ask(ctx: Context) -> str:
     """Ask the client's name."""
+    await ctx.info("asking for a name")
     answer = await ctx.elicit("Your name?", Name)
     if answer.action != "accept":
         return f"no name ({answer.action})"
