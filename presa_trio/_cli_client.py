@@ -223,6 +223,9 @@ def _in_process(spec: str, load: Callable[[str], Any]) -> Any:
         served = load(spec)
     except SystemExit as exc:  # load_target's one-line refusal
         raise UsageError(str(exc).removeprefix("presa-trio: ")) from None
+    except Exception as exc:  # the module itself failed as it was imported
+        module = spec.partition(":")[0]
+        raise UsageError(f"importing {module!r} failed: {type(exc).__name__}: {exc}") from None
     if not isinstance(served, Server | AsgiApp):
         raise UsageError(f"{spec} is a {type(served).__name__}, not a presa_trio Server")
     return served

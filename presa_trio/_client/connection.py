@@ -90,6 +90,8 @@ class Connection:
         answer: Reply | None = None
         with trio.move_on_after(probe):
             answer = await self.transport.request(message, self._headers(message), self._on_message)
+        if answer is not None and answer.status in (401, 403):
+            raise ProtocolError(_refused(answer.status))
         if answer is not None and era_from_discover(answer.status, answer.response) is Era.MODERN:
             assert answer.response is not None
             self.server = result_of(answer.response)
@@ -121,6 +123,8 @@ class Connection:
     # ------------------------------------------------------------------ requests
 
     def _result(self, answer: Reply, method: str) -> dict[str, Any]:
+        if answer.response is None and answer.status in (401, 403):
+            raise ProtocolError(_refused(answer.status))
         if answer.response is None:
             raise ProtocolError(
                 f"the server answered {method} with HTTP {answer.status} and no response"
@@ -242,6 +246,10 @@ class Connection:
             else:
                 await trio.sleep(poll_seconds(view))
             view = task_view(await self.request("tasks/get", {"taskId": view.task_id}))
+
+
+def _refused(status: int) -> str:
+    return f"the server wants authorization (HTTP {status}), which this client does not send"
 
 
 class TaskEnded(Exception):

@@ -29,6 +29,7 @@ def one_error_line(done: subprocess.CompletedProcess[str]) -> str:
         (["list", "--stdio"], "--stdio needs the server's command after --"),
         (["list", "nothing-here"], "'nothing-here' is neither an http(s):// URL nor MODULE:SERVER"),
         (["list", "no_such_module:server"], "cannot import 'no_such_module'"),
+        (["list", "auth_app:server"], "importing 'auth_app' failed: KeyError: 'PRESA_AUTH_PORT'"),
         (["list", "cli_client_app:ASK_NAME"], "cli_client_app:ASK_NAME is a dict, not a"),
         (["call", "cli_client_app:server", "add", "--bogus"], "unrecognized arguments: --bogus"),
         (["call", "cli_client_app:server", "ask", "--answer", "name"], "--answer expects KEY=JSON"),
@@ -39,6 +40,15 @@ def test_a_command_line_it_cannot_use_exits_2(argv: list[str], reason: str) -> N
     done = presa(*argv)
     assert done.returncode == 2
     assert one_error_line(done).startswith(f"presa-trio: {reason}")
+
+
+def test_a_server_that_wants_authorization_exits_3() -> None:
+    env = {"PRESA_AUTH_PORT": str(free_port()), "PRESA_AUTH_JWKS": '{"keys": []}'}
+    done = presa("list", "auth_app:server", env=env)
+    assert done.returncode == 3
+    assert one_error_line(done) == (
+        "presa-trio: the server wants authorization (HTTP 401), which this client does not send"
+    )
 
 
 def test_an_unreachable_url_exits_3() -> None:
