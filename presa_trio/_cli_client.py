@@ -16,7 +16,10 @@ import sys
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._client.connection import Connection
 
 OK, TOOL_ERROR, USAGE, FAILURE = 0, 1, 2, 3
 DEFAULT_TIMEOUT = 60.0
@@ -102,12 +105,17 @@ def run(
     one after ``--``, and ``load`` imports MODULE:SERVER (``presa-trio serve``'s loader)."""
     import trio
 
+    from ._client.arguments import parse_json_object
+
     try:
         unknown = [word for word in extra if word.startswith("-")]
         if unknown:
             raise UsageError(f"unrecognized arguments: {' '.join(unknown)}")
         args.words = [*args.words, *extra]
         target, rest = _target(args, command)
+        _check_rest(args.command, rest)
+        if args.command == "call":  # a bad --args is refused before any server starts
+            args.base = parse_json_object(args.args, "--args") if args.args is not None else {}
         if isinstance(target, str) and not target.startswith(("http://", "https://")):
             target = _in_process(target, load)
         return trio.run(partial(_main, args, target, rest))
@@ -167,6 +175,16 @@ def _target(args: argparse.Namespace, command: list[str]) -> tuple[Any, list[str
     if not words:
         raise UsageError("name a TARGET: an http(s):// URL, MODULE:SERVER, or --stdio -- CMD")
     return words[0], words[1:]
+
+
+def _check_rest(command: str, rest: list[str]) -> None:
+    """What follows the target fits the command (checked before any server is started)."""
+    if command == "list" and rest:
+        raise UsageError(f"list takes only a TARGET, not {rest[0]!r}")
+    if command == "read" and len(rest) != 1:
+        raise UsageError("read takes a TARGET and one URI")
+    if command == "call" and not rest:
+        raise UsageError("call needs a TOOL after the TARGET")
 
 
 async def _main(args: argparse.Namespace, target: Any, rest: list[str]) -> int:
@@ -235,21 +253,17 @@ def _report(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-async def _command(args: argparse.Namespace, connection: Any, rest: list[str]) -> int:
+async def _command(args: argparse.Namespace, connection: Connection, rest: list[str]) -> int:
     if args.command == "list":
-        if rest:
-            raise UsageError(f"list takes only a TARGET, not {rest[0]!r}")
         return await _list(args, connection)
     if args.command == "read":
-        if len(rest) != 1:
-            raise UsageError("read takes a TARGET and one URI")
         result = await connection.with_rounds("resources/read", {"uri": rest[0]})
         print(json.dumps(result, indent=2) if args.json else _contents_text(result))
         return OK
     return await _call(args, connection, rest)
 
 
-async def _list(args: argparse.Namespace, connection: Any) -> int:
+async def _list(args: argparse.Namespace, connection: Connection) -> int:
     if args.resources:
         found = {"resources": await connection.list_all("resources/list", "resources")}
         found["resourceTemplates"] = await connection.list_all(
@@ -271,20 +285,18 @@ async def _list(args: argparse.Namespace, connection: Any) -> int:
     return OK
 
 
-async def _call(args: argparse.Namespace, connection: Any, rest: list[str]) -> int:
-    from ._client.arguments import parse_json_object, parse_pairs
+async def _call(args: argparse.Namespace, connection: Connection, rest: list[str]) -> int:
+    from ._client.arguments import parse_pairs
 
-    if not rest:
-        raise UsageError("call needs a TOOL after the TARGET")
     name, pairs = rest[0], rest[1:]
     tools = {tool.get("name"): tool for tool in await connection.list_all("tools/list", "tools")}
     tool = tools.get(name)
     if tool is None:
         known = ", ".join(sorted(map(str, tools))) or "none"
         raise UsageError(f"the server has no tool {name!r} (it has: {known})")
-    schema = tool.get("inputSchema") if isinstance(tool.get("inputSchema"), dict) else {}
-    base = parse_json_object(args.args, "--args") if args.args is not None else {}
-    arguments = parse_pairs(pairs, schema, base)
+    given = tool.get("inputSchema")
+    schema: dict[str, Any] = given if isinstance(given, dict) else {}
+    arguments = parse_pairs(pairs, schema, args.base)
     params = {"name": name, "arguments": arguments}
     result = await connection.with_rounds("tools/call", params, input_schema=schema)
     if args.json:

@@ -314,14 +314,17 @@ class StdioTransport:
 
 
 @asynccontextmanager
-async def open_spawned(command: list[str]) -> AsyncIterator[StdioTransport]:
-    """Spawn ``command``; at the end close its input, give it ``STOP_GRACE`` seconds to exit,
-    then kill it. A command that cannot start is a ``TransportError``."""
+async def open_spawned(
+    command: list[str], *, cwd: str | os.PathLike[str] | None = None
+) -> AsyncIterator[StdioTransport]:
+    """Spawn ``command`` (in ``cwd``); at the end close its input, give it ``STOP_GRACE``
+    seconds to exit, then kill it. A command that cannot start is a ``TransportError``."""
     try:
         process = await trio.lowlevel.open_process(
             command,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
+            cwd=cwd,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
     except OSError as exc:
