@@ -365,9 +365,9 @@ class Asker:
         try:
             return as_result(json.loads(line))
         except ValueError:
-            from ._client.wire import ProtocolError
+            from ._client.arguments import ArgumentError
 
-            raise ProtocolError(f"the answer on stdin is not JSON: {line.strip()[:80]!r}") from None
+            raise ArgumentError(f"the answer on stdin is not JSON: {line.strip()[:80]!r}") from None
 
     async def _prompt(self, params: Mapping[str, Any]) -> dict[str, Any]:
         """Ask on the terminal, field by field; end of input declines."""

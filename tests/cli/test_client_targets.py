@@ -171,6 +171,12 @@ def test_call_answers_an_mrtr_question_from_stdin(target: Target) -> None:
     assert "the server asks (name): Your name?" in done.stderr
 
 
+def test_an_answer_on_stdin_that_is_not_json_exits_2(target: Target) -> None:
+    done = target.run("call", "ask", stdin="Ada\n")
+    assert done.returncode == 2
+    assert one_error_line(done) == "presa-trio: the answer on stdin is not JSON: 'Ada'"
+
+
 def test_call_follows_a_task_with_a_question_answered_on_stdin(target: Target) -> None:
     done = target.run("call", "ask_task", "greeting=Hi", stdin='{"name": "Ada"}\n')
     assert (done.returncode, done.stdout) == (0, "Hi, Ada\n"), done.stderr
