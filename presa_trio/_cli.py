@@ -18,13 +18,15 @@ from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
+from . import _cli_client as client_commands
 from ._cli_dev import add_parser as add_dev_parser
 from ._kernel.requestlog import RequestFilter
 from ._process.shutdown import DEFAULT_SECONDS, ShutdownBound
 from .ext.tasks._command import add_parser as add_tasks_parser
 
 DESCRIPTION = """\
-presa-trio: serve MCP 2026-07-28 servers written with presa_trio, and check MCP traffic.
+presa-trio: serve MCP 2026-07-28 servers written with presa_trio, call any MCP server, and check
+MCP traffic.
 
   presa-trio serve app:server --http 127.0.0.1:8000   Streamable HTTP at http://127.0.0.1:8000/mcp
   presa-trio serve app:server --workers 3 --store sqlite:///srv/presa.db
@@ -34,6 +36,9 @@ presa-trio: serve MCP 2026-07-28 servers written with presa_trio, and check MCP 
   presa-trio tasks --store sqlite:///srv/presa.db list
                                                       the tasks on a shared store
   presa-trio dev app:server                           serve, reloading on each save
+  presa-trio list http://127.0.0.1:8000/mcp            a server's tools (--resources, --prompts)
+  presa-trio call app:server forecast city=Paris      call a tool (also --stdio -- CMD ARGS)
+  presa-trio read app:server weather://stations       read a resource
 
 MODULE:SERVER names a presa_trio Server (or its ASGI app) importable from the current
 directory, e.g. examples.weather:server.
@@ -185,6 +190,7 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument("file", help="JSON-lines capture ('-' for stdin)")
     add_tasks_parser(commands)
     add_dev_parser(commands)
+    client_commands.add_parsers(commands)
     return parser
 
 
@@ -530,7 +536,13 @@ def validate(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv, spawned = client_commands.split_command(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if args.command in ("list", "call", "read"):
+        return client_commands.run(args, extra, spawned, load_target)
+    if extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     if "run" in args:  # a command in a module of its own (tasks, dev)
         return int(args.run(args))
     return serve(args) if args.command == "serve" else validate(args)

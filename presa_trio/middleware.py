@@ -48,13 +48,15 @@ class RequestLog:
     It ends ``complete``, ``input_required`` (an input round), ``tool error`` (a tool's
     ``isError`` result), ``error -32602`` (an ``McpError``'s code), ``crashed (KeyError),
     answered -32603`` or ``cancelled``. Records go to ``logger`` (a name or a
-    ``logging.Logger``; ``presa_trio.middleware.requests`` by default) at ``level``, with ``mcp_outcome``
-    and ``duration_ms`` as record attributes for structured handlers. Add it first to time
-    every other middleware too.
+    ``logging.Logger``; ``presa_trio.middleware.requests`` by default) at ``level``, with
+    ``mcp_outcome`` and ``duration_ms`` as record attributes for structured handlers. Add it
+    first to time every other middleware too.
     """
 
     def __init__(
-        self, logger: logging.Logger | str = "presa_trio.middleware.requests", level: int = logging.INFO
+        self,
+        logger: logging.Logger | str = "presa_trio.middleware.requests",
+        level: int = logging.INFO,
     ) -> None:
         self._logger = logging.getLogger(logger) if isinstance(logger, str) else logger
         self._level = level

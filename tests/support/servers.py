@@ -102,23 +102,29 @@ def running(
             )
         served = Served(port, process, log_path)
         try:
-            deadline = time.monotonic() + 30
-            while True:
-                try:
-                    socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                    break
-                except OSError:
-                    if process.poll() is not None or time.monotonic() > deadline:
-                        raise RuntimeError(
-                            f"{app} did not start on 127.0.0.1:{port}:\n{served.log()}"
-                        ) from None
-                    time.sleep(0.05)
+            wait_listening(served, app)
             yield served
         except Exception as exc:  # a failure inside the block (a fixture's warm-up, say)
             exc.add_note(f"{app} server log, its end:\n{served.log()[-4000:]}")
             raise
         finally:
             _stop_group(process)
+
+
+def wait_listening(served: Served, what: str, seconds: float = 30) -> None:
+    """Return once ``served`` accepts connections on its port; RuntimeError with its log when
+    it exits first or takes more than ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", served.port), timeout=0.5).close()
+            return
+        except OSError:
+            if not served.alive() or time.monotonic() > deadline:
+                raise RuntimeError(
+                    f"{what} did not start on 127.0.0.1:{served.port}:\n{served.log()}"
+                ) from None
+            time.sleep(0.05)
 
 
 def _stop_group(process: subprocess.Popen[bytes]) -> None:
