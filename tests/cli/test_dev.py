@@ -94,7 +94,12 @@ async def test_a_save_reloads_the_server_and_the_next_call_sees_it(tmp_path: Pat
             "presa-trio dev: inspect it with npx @modelcontextprotocol/inspector@2.12.0 --cli "
             f"http://127.0.0.1:{port}/mcp --transport http --method tools/list\n"
         ) in log
-        assert re.search(r"INFO presa_trio\.requests .*tools/call version -> ok \(200\) in ", log)
+        # The line is written once the answer is sent: the client may read it first.
+        line = r"INFO presa_trio\.requests .*tools/call version -> ok \(200\) in "
+        with trio.move_on_after(30):
+            while not re.search(line, (tmp_path / "dev.log").read_text()):  # noqa: ASYNC110
+                await trio.sleep(0.02)
+        assert re.search(line, (tmp_path / "dev.log").read_text())
 
         for edit in ("two", "three"):
             save(tmp_path, SOURCE.format(version=edit))
