@@ -22,7 +22,7 @@ import math
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Any, final
+from typing import Any, NoReturn, final
 
 import trio
 
@@ -321,7 +321,8 @@ class TaskRunner:
             except BaseException:
                 del self._live[record.task_id]
                 raise
-            await self._spawn(nursery, record.task_id, work, live)
+            if not self._spawn(nursery, record.task_id, work, live):
+                await self._not_started(record.task_id)
             return
         with trio.CancelScope(shield=True):
             stored = False
@@ -344,19 +345,26 @@ class TaskRunner:
                 del self._live[record.task_id]
                 self._unsettled[record.task_id] = _NOT_STARTED
                 raise ServiceUnavailable("The task store did not answer in time; retry")
-            await self._spawn(nursery, record.task_id, work, live)
+            if not self._spawn(nursery, record.task_id, work, live):
+                await self._not_started(record.task_id)
 
-    async def _spawn(self, nursery: trio.Nursery, task_id: str, work: Work, live: _Live) -> None:
-        """Start the stored task's work in the runner nursery (no checkpoint unless the runner
-        closed meanwhile: then the task is recorded as stopped, and the caller told)."""
+    def _spawn(self, nursery: trio.Nursery, task_id: str, work: Work, live: _Live) -> bool:
+        """Start the stored task's work in the runner nursery; False if the runner closed
+        while the record was stored (the run ends: nothing started)."""
         try:
             nursery.start_soon(
                 self._run_attended if self._shared else self._run, task_id, work, live
             )
-        except RuntimeError:  # the runner closed while the record was stored: the run ends
+        except RuntimeError:
             del self._live[task_id]
-            await self._settle_within_bound(task_id, Stopped())
-            raise ServiceUnavailable("Server is shutting down; no new tasks are accepted") from None
+            return False
+        return True
+
+    async def _not_started(self, task_id: str) -> NoReturn:
+        """The runner closed before a stored task could start: it is recorded as stopped,
+        and its creator told."""
+        await self._settle_within_bound(task_id, Stopped())
+        raise ServiceUnavailable("Server is shutting down; no new tasks are accepted")
 
     async def _run_attended(self, task_id: str, work: Work, live: _Live) -> None:
         """A task on a shared backend: while it runs here, cancels and answers from other
