@@ -262,6 +262,11 @@ class PostgresDatabase:
                 self._listener.close()  # no thread is in it; one that is closes it itself
         await trio.to_thread.run_sync(partial(self.pool.close, timeout=self.timeout))
 
+    async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Nothing runs in the background for the calls: each has a pooled connection."""
+        await trio.lowlevel.checkpoint()
+        task_status.started()
+
     async def run(self, fn: Callable[[Connection], T]) -> T:
         if self.tally is not None:
             fn = self.tally.counting(fn)

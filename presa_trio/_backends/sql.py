@@ -267,6 +267,11 @@ class SqlDatabase(Protocol):
 
     async def aclose(self) -> None: ...
 
+    async def serve(self, *, task_status: trio.TaskStatus[None] = ...) -> None:
+        """Whatever the database runs in the background for its calls while the backend is
+        open (the SQLite writer), until cancelled; ``task_status.started()`` once calls may
+        use it. A database with nothing to run returns after that."""
+
 
 @runtime_checkable
 class SqlBacked(Protocol):
@@ -344,6 +349,7 @@ class SharedBackend:
             await backend._join()
             async with trio.open_nursery() as nursery:
                 backend._nursery = nursery
+                await nursery.start(db.serve)
                 nursery.start_soon(backend._watch_loop, name=f"{db.kind} signals")
                 nursery.start_soon(backend._heartbeat_loop, name=f"{db.kind} heartbeat")
                 try:

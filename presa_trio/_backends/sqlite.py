@@ -6,6 +6,10 @@ never blocks on the file. Writes take the lock at once (``BEGIN IMMEDIATE``) and
 at most ``timeout`` seconds; a statement that fails leaves nothing half written (each write
 is one transaction) and is answered as a retryable ``StorageUnavailable``, never a traceback.
 
+While the backend is open, one writer task per worker (``SqliteDatabase.serve``) takes the
+calls: what is queued when it looks goes to its thread in one hop, on its own connection,
+and the writes among them commit together (group commit), each in a savepoint of its own.
+
 New signals are noticed with ``PRAGMA data_version``, which changes when another connection
 commits: a cheap read that fetches new rows only when there are any. While the worker
 expects signals (a listen stream is open, a task runs there, or it waits for an answer) it
@@ -34,7 +38,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import NoReturn, TypeVar, final
+from typing import Any, NoReturn, TypeVar, final
 from urllib.parse import quote
 
 import outcome
@@ -151,6 +155,27 @@ class _Moved(Exception):
         self.how = how
 
 
+BATCH_MAX = 64  # calls one thread hop of the writer runs at most
+QUEUE_SIZE = 256  # calls waiting for the writer at most (a caller then waits to queue)
+
+
+@final
+class _Job:
+    """One call handed to the writer: ``fn``, whether it is a write, and its outcome once
+    run. ``taken`` once the writer has it (from then on it runs to its end); ``withdrawn``
+    by a caller cancelled before that (the writer skips it)."""
+
+    __slots__ = ("done", "fn", "result", "taken", "withdrawn", "write")
+
+    def __init__(self, fn: Callable[[Connection], Any], write: bool) -> None:
+        self.fn = fn
+        self.write = write
+        self.result: outcome.Outcome[Any] | None = None
+        self.done = trio.Event()
+        self.taken = False
+        self.withdrawn = False
+
+
 @final
 class SqliteDatabase:
     """A bounded pool of connections to one SQLite file, used from trio (a ``SqlDatabase``).
@@ -199,6 +224,9 @@ class SqliteDatabase:
         self._adopting = threading.Lock()
         self._moved: str | None = None  # why every call is refused, once the file is gone
         self._closed = False
+        # The writer's queue while it runs (``serve``); None: each call hops on its own.
+        self._jobs: trio.MemorySendChannel[_Job] | None = None
+        self._writer: sqlite3.Connection | None = None  # the writer's own connection
         #: Counts of this database's work, for benchmarks and tests (None: not counted).
         self.tally: Tally | None = None
 
@@ -227,6 +255,11 @@ class SqliteDatabase:
         if self._moved is not None:
             await trio.lowlevel.checkpoint()
             raise StorageUnavailable(self._moved)
+        jobs = self._jobs
+        if jobs is not None:  # the writer runs: it takes the call
+            handed = await self._hand(jobs, fn, write=False)
+            if handed is not None:
+                return self._answer(handed)
         async with self._limiter:
             conn = self._idle.pop() if self._idle else None
             try:
@@ -245,6 +278,12 @@ class SqliteDatabase:
                 opened.close()  # a fresh connection next time: the file may have come back
             else:
                 self._give_back(opened)
+        return self._answer(result)
+
+    def _answer(self, result: outcome.Outcome[T]) -> T:
+        """A call's outcome as its caller sees it: a database failure is
+        ``StorageUnavailable``, a file moved refuses every call from now on."""
+        fault = result.error if isinstance(result, outcome.Error) else None
         if isinstance(fault, _Moved):
             self._refuse(fault)
         if isinstance(fault, sqlite3.Error):
@@ -253,6 +292,132 @@ class SqliteDatabase:
         if fault is None:
             self._health.worked()
         return result.unwrap()
+
+    async def _hand(
+        self, jobs: trio.MemorySendChannel[_Job], fn: Callable[[Connection], T], write: bool
+    ) -> outcome.Outcome[T] | None:
+        """Queue ``fn`` for the writer and wait for its outcome (None: the writer has
+        stopped, the caller runs it itself). Cancelled while it waits in the queue, the call
+        is withdrawn and never runs; once the writer has it, it runs to its end and the
+        caller waits for that, as for a thread of its own."""
+        job = _Job(fn, write)
+        try:
+            await jobs.send(job)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            return None
+        try:
+            await job.done.wait()
+        except trio.Cancelled:
+            if not job.taken:
+                job.withdrawn = True
+                raise
+            with trio.CancelScope(shield=True):
+                await job.done.wait()
+            raise
+        assert job.result is not None
+        return job.result
+
+    async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Run this worker's calls until cancelled: whatever is queued when the writer looks
+        goes to its thread in one hop, on its own connection, and the writes among them (one
+        run of them in a row) commit together, in one ``BEGIN IMMEDIATE`` transaction, each in
+        a savepoint of its own: a write that raises is undone alone, and none is
+        acknowledged before the ``COMMIT`` (group commit). When it stops, what is queued is
+        answered ``StorageUnavailable`` and later calls hop on their own again."""
+        send, receive = trio.open_memory_channel[_Job](QUEUE_SIZE)
+        self._jobs = send
+        try:
+            task_status.started()
+            while True:
+                batch = [await receive.receive()]
+                while len(batch) < BATCH_MAX:
+                    try:
+                        batch.append(receive.receive_nowait())
+                    except trio.WouldBlock:
+                        break
+                await self._run_batch([job for job in batch if not job.withdrawn])
+        finally:
+            self._jobs = None
+            send.close()  # a call from now on runs in a thread of its own
+            for job in _drained(receive):
+                job.result = outcome.Error(StorageUnavailable("the store is closing"))
+                job.done.set()
+            receive.close()
+            if self._writer is not None:
+                self._writer.close()
+                self._writer = None
+
+    async def _run_batch(self, batch: list[_Job]) -> None:
+        for job in batch:
+            job.taken = True
+        try:
+            if batch:
+                if self.tally is not None:
+                    self.tally.batched()
+                await trio.to_thread.run_sync(self._batch_in_thread, batch)
+        finally:
+            for job in batch:
+                if job.result is None:  # (the thread itself failed: a bug, logged there)
+                    job.result = outcome.Error(StorageUnavailable())
+                job.done.set()
+
+    def _batch_in_thread(self, batch: list[_Job]) -> None:
+        """Each job's outcome, in order: reads in autocommit, each run of writes in a row in
+        one transaction. Then the path must still name the file, or none is acknowledged."""
+        conn = self._writer
+        if conn is None:
+            try:
+                conn = self._writer = self._open()
+            except (sqlite3.Error, _Moved) as exc:
+                for job in batch:
+                    job.result = outcome.Error(exc)
+                return
+        start = 0
+        while start < len(batch):
+            end = start + 1
+            if batch[start].write:
+                while end < len(batch) and batch[end].write:
+                    end += 1
+                self._commit_together(conn, batch[start:end])
+            else:
+                batch[start].result = outcome.capture(batch[start].fn, conn)
+            start = end
+        try:
+            self._check_file()  # (after the COMMIT: was it the file at the path?)
+        except (_Moved, sqlite3.Error) as exc:
+            for job in batch:
+                job.result = outcome.Error(exc)
+        failed = any(
+            isinstance(job.result, outcome.Error)
+            and isinstance(job.result.error, sqlite3.Error | _Moved)
+            for job in batch
+        )
+        if failed or conn.in_transaction:
+            conn.close()  # a fresh connection next time: the file may have come back
+            self._writer = None
+
+    def _commit_together(self, conn: sqlite3.Connection, writes: list[_Job]) -> None:
+        """``writes`` in one ``BEGIN IMMEDIATE`` transaction, each in a savepoint: one that
+        raises is rolled back to its savepoint and fails alone; the rest commit together. A
+        failure of the transaction itself (its lock, its ``COMMIT``, the file moved) fails
+        them all, and nothing of theirs is written."""
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                for job in writes:
+                    conn.execute("SAVEPOINT presa_write")
+                    job.result = outcome.capture(job.fn, conn)
+                    if isinstance(job.result, outcome.Error):
+                        conn.execute("ROLLBACK TO presa_write")
+                    conn.execute("RELEASE presa_write")
+                self._check_file()
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+        except (sqlite3.Error, _Moved) as exc:
+            for job in writes:
+                job.result = outcome.Error(exc)
 
     def _give_back(self, conn: sqlite3.Connection) -> None:
         """Pool ``conn`` again, or close it: the database is closed, or refused. (A
@@ -268,7 +433,10 @@ class SqliteDatabase:
         and serialised with every other write to the file. Once started it runs to its end
         (a worker thread cannot be interrupted), so a cancelled caller never leaves half a
         change. Committed only if the path still names the file (nothing goes into a file
-        no one will read, or into the write-ahead log a new file at the path would read)."""
+        no one will read, or into the write-ahead log a new file at the path would read).
+        While the writer runs (``serve``), the transaction may hold other calls' writes too,
+        each in its own savepoint: ``fn`` is still all or nothing, and acknowledged only
+        once their ``COMMIT`` is done."""
 
         def checked(conn: Connection) -> T:
             result = fn(conn)
@@ -277,6 +445,14 @@ class SqliteDatabase:
 
         if self.tally is not None:
             self.tally.wrote()
+        jobs = self._jobs
+        if jobs is not None and self._moved is None:  # the writer commits it with others
+            call: Callable[[Connection], T] = checked
+            if self.tally is not None:
+                call = self.tally.counting(checked)
+            handed = await self._hand(jobs, call, write=True)
+            if handed is not None:
+                return self._answer(handed)
         return await self.run(in_transaction(("BEGIN IMMEDIATE",), checked))
 
     def _refuse(self, moved: _Moved) -> NoReturn:
@@ -443,6 +619,16 @@ class SqliteDatabase:
             conn.close()
             raise
         return conn
+
+
+def _drained(receive: trio.MemoryReceiveChannel[_Job]) -> list[_Job]:
+    """What is still queued in ``receive`` (closed or not), taken out."""
+    left = []
+    while True:
+        try:
+            left.append(receive.receive_nowait())
+        except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
+            return left
 
 
 @asynccontextmanager

@@ -25,12 +25,13 @@ class Tally:
     - ``writes``: how many of those were write transactions;
     - ``statements``: the statements they ran, a write's ``BEGIN`` and ``COMMIT`` included;
     - ``looks``: the signal watcher's reads of the database (its background work, not a
-      request's).
+      request's);
+    - ``batches``: the thread hops of a writer that runs the calls in batches (SQLite).
 
     Statements run in worker threads, so the counts are kept under a lock.
     """
 
-    __slots__ = ("_lock", "calls", "looks", "statements", "writes")
+    __slots__ = ("_lock", "batches", "calls", "looks", "statements", "writes")
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -38,6 +39,7 @@ class Tally:
         self.writes = 0
         self.statements = 0
         self.looks = 0
+        self.batches = 0
 
     def counting(self, fn: Callable[[Connection], T]) -> Callable[[Connection], T]:
         """``fn`` counted as one call, and each statement it runs."""
@@ -54,6 +56,11 @@ class Tally:
         with self._lock:
             self.writes += 1
 
+    def batched(self) -> None:
+        """The writer sent a batch of calls to its thread (one hop for all of them)."""
+        with self._lock:
+            self.batches += 1
+
     def looked(self) -> None:
         with self._lock:
             self.looks += 1
@@ -65,6 +72,7 @@ class Tally:
                 "writes": self.writes,
                 "statements": self.statements,
                 "looks": self.looks,
+                "batches": self.batches,
             }
 
     def _statement(self) -> None:

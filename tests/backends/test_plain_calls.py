@@ -74,7 +74,7 @@ async def test_plain_tool_calls_run_no_statement_and_a_task_does(
             assert result["content"] == [{"type": "text", "text": f"b{n}"}]
             assert "taskId" not in result
         assert tally.counts() | {"looks": 0} == {
-            "calls": 0, "writes": 0, "statements": 0, "looks": 0,
+            "calls": 0, "writes": 0, "statements": 0, "looks": 0, "batches": 0,
         }  # fmt: skip
 
         # the count counts: one task's creation writes to the store
