@@ -60,6 +60,7 @@ META = {
     },
     "io.modelcontextprotocol/clientInfo": {"name": "tasks-concurrency", "version": "1"},
 }
+KEYS = ("calls", "writes", "statements", "looks", "batches")  # a worker's Tally counts
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
 EXCHANGE_TIMEOUT = 30.0  # bound on one HTTP exchange
 
@@ -282,8 +283,8 @@ def one_run(store: str, url: str, clients: int, args: argparse.Namespace, logdir
         print(f"! {store} c{clients}: {len(load.errors)} errors; the server's log:\n{log}")
     total = load.tasks
     database: dict[str, float] = {}
-    for key in ("calls", "writes", "statements", "looks"):
-        done = sum(after[pid][key] - before.get(pid, {}).get(key, 0) for pid in after)
+    for key in KEYS:
+        done = sum(after[pid].get(key, 0) - before.get(pid, {}).get(key, 0) for pid in after)
         database[key] = done / total if shared and total else 0.0
     return Run(
         store, clients, load.tasks / args.seconds,
@@ -385,7 +386,7 @@ def report(runs: list[Run], stores: list[str], counts: list[int]) -> None:
             if store != "memory":
                 db = " ".join(
                     f"{key} {statistics.median([r.database[key] for r in mine]):.2f}"
-                    for key in ("calls", "writes", "statements", "looks")
+                    for key in KEYS
                 )
                 line.append(f"database per task: {db}")
             print("\n    ".join(line))
