@@ -1,0 +1,135 @@
+"""The SQLite writer of an open backend (``SqliteDatabase.serve``): concurrent writes commit
+together, each still all or nothing; a call withdrawn before the writer takes it never runs;
+once the writer stops, calls run on their own again."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+
+from presa_trio._backends.sqlite import SqliteDatabase
+from presa_trio._backends.tally import Tally
+from presa_trio.backends import SharedBackend, open_backend
+
+WRITES = 20
+
+
+def url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path}/state.db?lease=3600"
+
+
+def database(backend: Any) -> SqliteDatabase:
+    assert isinstance(backend, SharedBackend)
+    db = backend.db
+    assert isinstance(db, SqliteDatabase)
+    return db
+
+
+async def rows(db: SqliteDatabase) -> list[int]:
+    def select(conn: Any) -> list[int]:
+        return [row[0] for row in conn.execute("SELECT n FROM t ORDER BY n").fetchall()]
+
+    return await db.run(select)
+
+
+async def test_concurrent_writes_commit_together_and_a_failing_one_alone_is_undone(
+    tmp_path: Path,
+) -> None:
+    async with open_backend(url(tmp_path)) as backend:
+        db = database(backend)
+        await db.write(lambda conn: conn.execute("CREATE TABLE t (n INTEGER PRIMARY KEY)"))
+        tally = db.tally = Tally()
+        outcomes: dict[int, str] = {}
+
+        async def insert(n: int) -> None:
+            def write(conn: Any) -> None:
+                conn.execute("INSERT INTO t (n) VALUES (?)", (n,))
+                if n == 7:
+                    raise ValueError("the seventh fails after its insert")
+
+            try:
+                await db.write(write)
+            except ValueError:
+                outcomes[n] = "failed"
+            else:
+                outcomes[n] = "written"
+
+        async with trio.open_nursery() as nursery:
+            for n in range(WRITES):
+                nursery.start_soon(insert, n)
+
+        assert outcomes == {n: "failed" if n == 7 else "written" for n in range(WRITES)}
+        assert await rows(db) == [n for n in range(WRITES) if n != 7]
+        counts = tally.counts()
+        assert counts["writes"] == WRITES
+        assert 0 < counts["batches"] < WRITES  # together: fewer thread hops than writes
+
+
+async def test_a_call_withdrawn_while_queued_never_runs(tmp_path: Path) -> None:
+    async with open_backend(url(tmp_path)) as backend:
+        db = database(backend)
+        await db.write(lambda conn: conn.execute("CREATE TABLE t (n INTEGER PRIMARY KEY)"))
+        release = threading.Event()
+        withdrawn = trio.CancelScope()
+
+        async def queued() -> None:
+            with withdrawn:
+                await db.write(lambda conn: conn.execute("INSERT INTO t (n) VALUES (2)"))
+
+        async with trio.open_nursery() as nursery:
+            # the writer's thread is busy with the first call until it is released
+            nursery.start_soon(db.run, lambda conn: release.wait(10))
+            await trio.testing.wait_all_tasks_blocked()
+            nursery.start_soon(queued)
+            await trio.testing.wait_all_tasks_blocked()
+            withdrawn.cancel()
+            await trio.testing.wait_all_tasks_blocked()
+            release.set()
+        assert withdrawn.cancelled_caught
+        await db.write(lambda conn: conn.execute("INSERT INTO t (n) VALUES (3)"))
+        assert await rows(db) == [3]
+
+
+async def test_after_the_backend_closes_calls_run_on_their_own(tmp_path: Path) -> None:
+    async with open_backend(url(tmp_path)) as backend:
+        db = database(backend)
+        await db.write(lambda conn: conn.execute("CREATE TABLE t (n INTEGER PRIMARY KEY)"))
+    fresh = SqliteDatabase(str(tmp_path / "state.db"))  # no writer: the direct path
+    try:
+        await fresh.write(lambda conn: conn.execute("INSERT INTO t (n) VALUES (1)"))
+        assert await rows(fresh) == [1]
+    finally:
+        fresh.close()
+
+
+@pytest.mark.parametrize("failing", ["first", "last"])
+async def test_a_write_that_raises_leaves_the_others_of_its_batch(
+    tmp_path: Path, failing: str
+) -> None:
+    async with open_backend(url(tmp_path)) as backend:
+        db = database(backend)
+        await db.write(lambda conn: conn.execute("CREATE TABLE t (n INTEGER PRIMARY KEY)"))
+        bad = 0 if failing == "first" else 4
+        failed: list[int] = []
+
+        async def insert(n: int) -> None:
+            def write(conn: Any) -> None:
+                conn.execute("INSERT INTO t (n) VALUES (?)", (n,))
+                if n == bad:
+                    conn.execute("INSERT INTO t (n) VALUES (?)", (n,))  # a duplicate key
+
+            try:
+                await db.write(write)
+            except Exception:
+                failed.append(n)
+
+        async with trio.open_nursery() as nursery:
+            for n in range(5):
+                nursery.start_soon(insert, n)
+        assert failed == [bad]
+        assert await rows(db) == [n for n in range(5) if n != bad]
