@@ -44,6 +44,7 @@ from urllib.parse import quote
 import outcome
 import trio
 
+from .._boundary import error_boundary
 from .dir_watch import DirectoryWatch
 from .protocol import BackendError
 from .sql import (
@@ -304,6 +305,7 @@ class SqliteDatabase:
         try:
             await jobs.send(job)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
+            await trio.lowlevel.checkpoint()
             return None
         try:
             await job.done.wait()
@@ -335,7 +337,12 @@ class SqliteDatabase:
                         batch.append(receive.receive_nowait())
                     except trio.WouldBlock:
                         break
-                await self._run_batch([job for job in batch if not job.withdrawn])
+                taken = [job for job in batch if not job.withdrawn]
+                if taken:
+                    # every job is answered whatever happens; a bug in the batch is logged,
+                    # and the writer goes on with the next
+                    with error_boundary("the sqlite writer", logger):
+                        await self._run_batch(taken)
         finally:
             self._jobs = None
             send.close()  # a call from now on runs in a thread of its own
@@ -351,13 +358,12 @@ class SqliteDatabase:
         for job in batch:
             job.taken = True
         try:
-            if batch:
-                if self.tally is not None:
-                    self.tally.batched()
-                await trio.to_thread.run_sync(self._batch_in_thread, batch)
+            if self.tally is not None:
+                self.tally.batched()
+            await trio.to_thread.run_sync(self._batch_in_thread, batch)
         finally:
             for job in batch:
-                if job.result is None:  # (the thread itself failed: a bug, logged there)
+                if job.result is None:  # the thread itself failed (a bug: the caller logs it)
                     job.result = outcome.Error(StorageUnavailable())
                 job.done.set()
 
