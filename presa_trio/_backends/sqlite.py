@@ -6,9 +6,11 @@ never blocks on the file. Writes take the lock at once (``BEGIN IMMEDIATE``) and
 at most ``timeout`` seconds; a statement that fails leaves nothing half written (each write
 is one transaction) and is answered as a retryable ``StorageUnavailable``, never a traceback.
 
-While the backend is open, one writer task per worker (``SqliteDatabase.serve``) takes the
-calls: what is queued when it looks goes to its thread in one hop, on its own connection,
-and the writes among them commit together (group commit), each in a savepoint of its own.
+While the backend is open, one writer task per worker (``SqliteDatabase.serve``) takes its
+writes: what is queued when it looks goes to its thread in one hop, on its own connection,
+and commits together (group commit), each write in a savepoint of its own. Reads keep their
+own threads and pooled connections: in WAL they never wait for a writer, and a write that
+waits for another process's lock holds up only the writes queued behind it.
 
 New signals are noticed with ``PRAGMA data_version``, which changes when another connection
 commits: a cheap read that fetches new rows only when there are any. While the worker
@@ -162,15 +164,14 @@ QUEUE_SIZE = 256  # calls waiting for the writer at most (a caller then waits to
 
 @final
 class _Job:
-    """One call handed to the writer: ``fn``, whether it is a write, and its outcome once
-    run. ``taken`` once the writer has it (from then on it runs to its end); ``withdrawn``
-    by a caller cancelled before that (the writer skips it)."""
+    """One write handed to the writer: ``fn``, and its outcome once run. ``taken`` once the
+    writer has it (from then on it runs to its end); ``withdrawn`` by a caller cancelled
+    before that (the writer skips it)."""
 
-    __slots__ = ("done", "fn", "result", "taken", "withdrawn", "write")
+    __slots__ = ("done", "fn", "result", "taken", "withdrawn")
 
-    def __init__(self, fn: Callable[[Connection], Any], write: bool) -> None:
+    def __init__(self, fn: Callable[[Connection], Any]) -> None:
         self.fn = fn
-        self.write = write
         self.result: outcome.Outcome[Any] | None = None
         self.done = trio.Event()
         self.taken = False
@@ -256,11 +257,6 @@ class SqliteDatabase:
         if self._moved is not None:
             await trio.lowlevel.checkpoint()
             raise StorageUnavailable(self._moved)
-        jobs = self._jobs
-        if jobs is not None:  # the writer runs: it takes the call
-            handed = await self._hand(jobs, fn, write=False)
-            if handed is not None:
-                return self._answer(handed)
         async with self._limiter:
             conn = self._idle.pop() if self._idle else None
             try:
@@ -295,13 +291,13 @@ class SqliteDatabase:
         return result.unwrap()
 
     async def _hand(
-        self, jobs: trio.MemorySendChannel[_Job], fn: Callable[[Connection], T], write: bool
+        self, jobs: trio.MemorySendChannel[_Job], fn: Callable[[Connection], T]
     ) -> outcome.Outcome[T] | None:
-        """Queue ``fn`` for the writer and wait for its outcome (None: the writer has
-        stopped, the caller runs it itself). Cancelled while it waits in the queue, the call
-        is withdrawn and never runs; once the writer has it, it runs to its end and the
-        caller waits for that, as for a thread of its own."""
-        job = _Job(fn, write)
+        """Queue the write ``fn`` for the writer and wait for its outcome (None: the writer
+        has stopped, the caller runs it itself). Cancelled while it waits in the queue, the
+        write is withdrawn and never runs; once the writer has it, it runs to its end and
+        the caller waits for that, as for a thread of its own."""
+        job = _Job(fn)
         try:
             await jobs.send(job)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
@@ -320,12 +316,12 @@ class SqliteDatabase:
         return job.result
 
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Run this worker's calls until cancelled: whatever is queued when the writer looks
-        goes to its thread in one hop, on its own connection, and the writes among them (one
-        run of them in a row) commit together, in one ``BEGIN IMMEDIATE`` transaction, each in
-        a savepoint of its own: a write that raises is undone alone, and none is
-        acknowledged before the ``COMMIT`` (group commit). When it stops, what is queued is
-        answered ``StorageUnavailable`` and later calls hop on their own again."""
+        """Run this worker's writes until cancelled: whatever is queued when the writer
+        looks goes to its thread in one hop, on its own connection, and commits in one
+        ``BEGIN IMMEDIATE`` transaction, each write in a savepoint of its own: one that raises
+        is undone alone, and none is acknowledged before the ``COMMIT`` (group commit). When
+        it stops, what is queued is answered ``StorageUnavailable`` and later writes run in
+        a thread of their own again."""
         send, receive = trio.open_memory_channel[_Job](QUEUE_SIZE)
         self._jobs = send
         try:
@@ -368,8 +364,8 @@ class SqliteDatabase:
                 job.done.set()
 
     def _batch_in_thread(self, batch: list[_Job]) -> None:
-        """Each job's outcome, in order: reads in autocommit, each run of writes in a row in
-        one transaction. Then the path must still name the file, or none is acknowledged."""
+        """Each write's outcome: all committed together, or the ones that raised undone
+        alone. Then the path must still name the file, or none is acknowledged."""
         conn = self._writer
         if conn is None:
             try:
@@ -378,16 +374,7 @@ class SqliteDatabase:
                 for job in batch:
                     job.result = outcome.Error(exc)
                 return
-        start = 0
-        while start < len(batch):
-            end = start + 1
-            if batch[start].write:
-                while end < len(batch) and batch[end].write:
-                    end += 1
-                self._commit_together(conn, batch[start:end])
-            else:
-                batch[start].result = outcome.capture(batch[start].fn, conn)
-            start = end
+        self._commit_together(conn, batch)
         try:
             self._check_file()  # (after the COMMIT: was it the file at the path?)
         except (_Moved, sqlite3.Error) as exc:
@@ -456,7 +443,7 @@ class SqliteDatabase:
             call: Callable[[Connection], T] = checked
             if self.tally is not None:
                 call = self.tally.counting(checked)
-            handed = await self._hand(jobs, call, write=True)
+            handed = await self._hand(jobs, call)
             if handed is not None:
                 return self._answer(handed)
         return await self.run(in_transaction(("BEGIN IMMEDIATE",), checked))

@@ -1,6 +1,6 @@
 """The SQLite writer of an open backend (``SqliteDatabase.serve``): concurrent writes commit
-together, each still all or nothing; a call withdrawn before the writer takes it never runs;
-once the writer stops, calls run on their own again."""
+together, each still all or nothing; a write withdrawn before the writer takes it never runs;
+once the writer stops, writes run on their own again."""
 
 from __future__ import annotations
 
@@ -70,7 +70,7 @@ async def test_concurrent_writes_commit_together_and_a_failing_one_alone_is_undo
         assert 0 < counts["batches"] < WRITES  # together: fewer thread hops than writes
 
 
-async def test_a_call_withdrawn_while_queued_never_runs(tmp_path: Path) -> None:
+async def test_a_write_withdrawn_while_queued_never_runs(tmp_path: Path) -> None:
     async with open_backend(url(tmp_path)) as backend:
         db = database(backend)
         await db.write(lambda conn: conn.execute("CREATE TABLE t (n INTEGER PRIMARY KEY)"))
@@ -82,8 +82,8 @@ async def test_a_call_withdrawn_while_queued_never_runs(tmp_path: Path) -> None:
                 await db.write(lambda conn: conn.execute("INSERT INTO t (n) VALUES (2)"))
 
         async with trio.open_nursery() as nursery:
-            # the writer's thread is busy with the first call until it is released
-            nursery.start_soon(db.run, lambda conn: release.wait(10))
+            # the writer's thread is busy with the first write until it is released
+            nursery.start_soon(db.write, lambda conn: release.wait(10))
             await trio.testing.wait_all_tasks_blocked()
             nursery.start_soon(queued)
             await trio.testing.wait_all_tasks_blocked()
@@ -95,7 +95,7 @@ async def test_a_call_withdrawn_while_queued_never_runs(tmp_path: Path) -> None:
         assert await rows(db) == [3]
 
 
-async def test_after_the_backend_closes_calls_run_on_their_own(tmp_path: Path) -> None:
+async def test_after_the_backend_closes_writes_run_on_their_own(tmp_path: Path) -> None:
     async with open_backend(url(tmp_path)) as backend:
         db = database(backend)
         await db.write(lambda conn: conn.execute("CREATE TABLE t (n INTEGER PRIMARY KEY)"))
