@@ -66,7 +66,7 @@ async def test_a_bad_notification_on_a_stream_is_reported_while_the_client_reads
         first = await stream.next_message()
         assert first["params"]["progress"] == "half"
         with trio.fail_after(60):  # the stream is still open: the finding came live
-            while not findings(proxy):
+            while not findings(proxy):  # noqa: ASYNC110 (another process's output)
                 await trio.sleep(0.02)
         assert findings(proxy) == [
             '2: ProgressNotification at /params/progress: "half" is not of type "number"'

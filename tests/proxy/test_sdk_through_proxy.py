@@ -5,6 +5,7 @@ accepted by ``presa-trio validate``."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -25,10 +26,10 @@ SAW = {
     "tools": ["add", "steps"],
     "add": [{"type": "text", "text": "5"}],
     "steps": [{"type": "text", "text": "three steps"}],
-    "progress": [
-        {"progress": float(n), "total": 3.0, "message": f"step {n}"} for n in (1, 2, 3)
+    "progress": [{"progress": float(n), "total": 3.0, "message": f"step {n}"} for n in (1, 2, 3)],
+    "note": [
+        {"uri": "note://greeting", "mime_type": "text/plain", "text": "hello through the proxy"}
     ],
-    "note": [{"uri": "note://greeting", "mime_type": "text/plain", "text": "hello through the proxy"}],
 }
 
 
@@ -96,8 +97,6 @@ def test_the_sdk_client_through_the_stdio_proxy_gets_its_answers_and_nothing_is_
     done = run([sys.executable, str(CLIENT), "--stdio",
                 *proxy_stdio_command(capture, sys.executable, SERVER, "stdio")])  # fmt: skip
     assert done.returncode == 0, done.stderr
-    import json
-
     assert json.loads(done.stdout.splitlines()[-1]) == SAW
     lines = [json.loads(line) for line in capture.read_text().splitlines()]
     assert all("http" not in line and "exchange" not in line for line in lines)

@@ -56,7 +56,9 @@ class Proxy:
 
 def environment() -> dict[str, str]:
     environ = dict(os.environ)
-    environ["PYTHONPATH"] = os.pathsep.join([str(SUPPORT), str(ROOT), environ.get("PYTHONPATH", "")])
+    environ["PYTHONPATH"] = os.pathsep.join(
+        [str(SUPPORT), str(ROOT), environ.get("PYTHONPATH", "")]
+    )
     return environ
 
 
@@ -66,8 +68,8 @@ def running_proxy(upstream: str, scratch: Path, *args: str) -> Iterator[Proxy]:
     127.0.0.1 until the block ends (then stopped, SIGKILL at worst)."""
     port = free_port()
     capture, log_path = scratch / "capture.jsonl", scratch / "proxy.stderr"
-    command = [sys.executable, "-m", "presa_trio", "proxy", "--upstream", upstream,
-               "--listen", f"127.0.0.1:{port}", "--capture", str(capture), "--check", *args]  # fmt: skip
+    command = [sys.executable, "-m", "presa_trio", "proxy", "--upstream", upstream, "--check",
+               "--listen", f"127.0.0.1:{port}", "--capture", str(capture), *args]  # fmt: skip
     with open(log_path, "wb") as log:
         process = subprocess.Popen(
             command, cwd=ROOT, env=environment(), stdout=subprocess.DEVNULL, stderr=log

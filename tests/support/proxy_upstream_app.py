@@ -89,10 +89,14 @@ async def app(scope: Scope, receive: Receive, send: Send) -> None:
         await _stream(send, [progress(1)])
         await _until_gone(receive, request_id)
     elif name == "secret" and "authorization" not in headers:
-        challenge = b'Bearer resource_metadata="http://127.0.0.1/.well-known/oauth-protected-resource"'
+        challenge = (
+            b'Bearer resource_metadata="http://127.0.0.1/.well-known/oauth-protected-resource"'
+        )
         await _raw(send, 401, [(b"www-authenticate", challenge)], b"")
     elif name == "headers":
-        await _json(send, 200, result(request_id, json.dumps(headers)), [(b"mcp-session-id", b"s-1")])
+        await _json(
+            send, 200, result(request_id, json.dumps(headers)), ((b"mcp-session-id", b"s-1"),)
+        )
     else:
         await _json(send, 200, result(request_id, "ok"))
 
@@ -123,9 +127,9 @@ async def _until_gone(receive: Receive, request_id: Any) -> None:
 
 
 async def _json(
-    send: Send, status: int, message: dict[str, Any], extra: list[tuple[bytes, bytes]] = []
+    send: Send, status: int, message: dict[str, Any], extra: tuple[tuple[bytes, bytes], ...] = ()
 ) -> None:
-    await _raw(send, status, JSON + extra, json.dumps(message).encode())
+    await _raw(send, status, [*JSON, *extra], json.dumps(message).encode())
 
 
 async def _raw(send: Send, status: int, headers: list[tuple[bytes, bytes]], body: bytes) -> None:
