@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import signal
+import socket
 import sys
 from contextlib import ExitStack
 from functools import partial
@@ -119,24 +120,36 @@ async def _http(args: argparse.Namespace, capture: TextIO | None) -> tuple[int, 
     from .upstream import Upstream
 
     upstream = Upstream.parse(args.upstream)
-    host, _, port = args.listen.rpartition(":")
-    if not host or not port.isdigit():
-        raise ValueError(f"--listen expects HOST:PORT, got {args.listen!r}")
+    fd, address = _bound(args.listen)
     config = Config()
-    config.bind = [args.listen]
+    config.bind = [f"fd://{fd}"]
     config.accesslog = None
     config.loglevel = "WARNING"
     config.graceful_timeout = GRACEFUL
     config.keep_alive_timeout = 5.0
     recorder = Recorder(capture, quiet=args.quiet)
-    say(f"listening on http://{args.listen}/mcp, forwarding to {upstream.url}")
-    try:
-        app: Any = ProxyApp(upstream, recorder)  # an ASGI 3 app; hypercorn's own types are narrower
-        await serve(app, config, shutdown_trigger=_stopped)
-    except OSError as exc:
-        say(f"cannot listen on {args.listen}: {exc.strerror or exc}")
-        return 2, recorder
+    say(f"listening on http://{address}/mcp, forwarding to {upstream.url}")
+    app: Any = ProxyApp(upstream, recorder)  # an ASGI 3 app; hypercorn's own types are narrower
+    await serve(app, config, shutdown_trigger=_stopped)
     return 0, recorder
+
+
+def _bound(listen: str) -> tuple[int, str]:
+    """A TCP socket bound to ``listen`` (HOST:PORT, port 0 for any free one), as a file
+    descriptor for hypercorn, and the address it got; ``ValueError`` when it cannot be."""
+    host, _, port = listen.replace("[", "").replace("]", "").rpartition(":")
+    if not host or not port.isdigit():
+        raise ValueError(f"--listen expects HOST:PORT, got {listen!r}")
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, int(port)))
+    except OSError as exc:
+        sock.close()
+        raise ValueError(f"cannot listen on {listen}: {exc.strerror or exc}") from None
+    bound_port = sock.getsockname()[1]
+    shown = f"[{host}]" if ":" in host else host
+    return sock.detach(), f"{shown}:{bound_port}"
 
 
 async def _stopped() -> None:

@@ -8,6 +8,7 @@ bytes it was given unchanged and records the frames. Spec 2026-07-28 wire §13.3
 
 from __future__ import annotations
 
+import codecs
 from dataclasses import dataclass
 
 
@@ -28,9 +29,13 @@ class SseSplitter:
     def __init__(self) -> None:
         self._buffer = ""
         self._pending_cr = False
+        # A character's bytes may be split between chunks: decode across them.
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
 
     def feed(self, chunk: bytes) -> list[SseEvent]:
-        text = chunk.decode("utf-8", errors="replace")
+        text = self._decoder.decode(chunk)
+        if not text:
+            return []
         if self._pending_cr and text.startswith("\n"):
             text = text[1:]  # the second half of a CRLF split across chunks
         self._pending_cr = text.endswith("\r")

@@ -36,6 +36,7 @@ async def run_stdio(command: Sequence[str], recorder: Recorder) -> int:
         )
     except OSError as exc:
         say(f"cannot start {command[0]!r}: {exc.strerror or exc}")
+        await trio.lowlevel.checkpoint()  # a failed spawn may not have yielded
         return NOT_STARTED
     assert process.stdin is not None and process.stdout is not None
     with ExitStack() as fds:

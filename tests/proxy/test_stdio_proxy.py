@@ -5,6 +5,7 @@ work is one line on stderr and exit status 2 (127 for a command that cannot star
 from __future__ import annotations
 
 import json
+import socket
 import sys
 from pathlib import Path
 
@@ -80,6 +81,14 @@ def test_a_command_line_that_cannot_work_is_one_line_and_exit_status_2(tmp_path:
     for args, said in cases.items():
         done = presa("proxy", *args)
         assert (done.returncode, done.stderr.splitlines()) == (2, [said]), args
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        address = f"127.0.0.1:{taken.getsockname()[1]}"
+        done = presa("proxy", "--upstream", "http://127.0.0.1:1/mcp", "--listen", address)
+    assert (done.returncode, done.stderr.splitlines()) == (
+        2, [f"presa-trio proxy: cannot listen on {address}: Address already in use"]
+    )  # fmt: skip
     neither = presa("proxy")
     assert neither.returncode == 2
     assert "one of the arguments --upstream --stdio is required" in neither.stderr
