@@ -111,7 +111,10 @@ class ProxyApp:
                     )
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
         except UpstreamError as exc:
+            # Broken upstream, broken stream: returning without the body's end makes hypercorn
+            # close the connection, so the client sees the break (and may resume), not an end.
             say(str(exc))
+            return
         if not events:  # a stream that carried nothing still had a status
             await self.recorder.record(_with(template, None, None, {}))
         await send({"type": "http.response.body", "body": b"", "more_body": False})

@@ -103,7 +103,8 @@ async def exchange(
             (b"host", upstream.authority.encode()),
             (b"content-length", str(len(body)).encode()),
             (b"connection", b"close"),
-            *forwarded(headers),
+            # The proxy reads every body it passes on, so it asks for them uncompressed.
+            *[(n, v) for n, v in forwarded(headers) if n.lower() != b"accept-encoding"],
         ]
         request = h11.Request(method=method, target=upstream.target, headers=sent)
         try:

@@ -8,9 +8,11 @@ under hypercorn)."""
 from __future__ import annotations
 
 import json
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
+import h11
 import pytest
 import trio
 from support.live_http import mcp_request, open_exchange, request
@@ -45,6 +47,19 @@ async def test_a_client_that_leaves_mid_stream_cancels_the_upstream_exchange(
             while "upstream saw the client leave: 41" not in upstream.log():  # noqa: ASYNC110
                 await trio.sleep(0.02)
         assert proxy.stop() == 0
+
+
+async def test_an_upstream_that_breaks_its_stream_breaks_the_client_s(
+    upstream: Served, tmp_path: Path
+) -> None:
+    with running_proxy(url(upstream), tmp_path) as proxy:
+        async with open_exchange(proxy.port, *call("break", request_id=42)) as stream:
+            assert (await stream.next_message())["params"]["progress"] == 1
+            with pytest.raises(h11.RemoteProtocolError), trio.fail_after(60):
+                await stream.next_message()  # no end of the body: the client sees a break
+        assert proxy.stop() == 0
+    assert "presa-trio proxy: the upstream broke the response: " in proxy.stderr()
+    assert "Traceback" not in proxy.stderr()
 
 
 async def test_a_get_stream_passes_event_by_event_until_the_upstream_ends_it(
@@ -95,14 +110,15 @@ async def test_hop_by_hop_headers_stay_and_host_names_the_upstream(
 ) -> None:
     body, headers = call("headers")
     hop = [("connection", "keep-alive, x-hop"), ("x-hop", "1"), ("keep-alive", "timeout=5"),
-           ("te", "trailers"), ("mcp-session-id", "s-0"), ("x-end-to-end", "kept")]  # fmt: skip
+           ("te", "trailers"), ("mcp-session-id", "s-0"), ("x-end-to-end", "kept"),
+           ("accept-encoding", "gzip")]  # fmt: skip
     with running_proxy(url(upstream), tmp_path) as proxy:
         answer = await request(proxy.port, body, headers + hop)
         proxy.stop()
     seen = json.loads(answer.messages[0]["result"]["content"][0]["text"])
     assert seen["host"] == f"127.0.0.1:{upstream.port}"
     assert seen["connection"] == "close"  # the proxy's own, one exchange a connection
-    assert not {"x-hop", "keep-alive", "te"} & set(seen)
+    assert not {"x-hop", "keep-alive", "te", "accept-encoding"} & set(seen)
     assert (seen["mcp-session-id"], seen["x-end-to-end"]) == ("s-0", "kept")
     assert seen["mcp-method"] == "tools/call"
     assert answer.headers["mcp-session-id"] == "s-1"  # and back
@@ -111,7 +127,7 @@ async def test_hop_by_hop_headers_stay_and_host_names_the_upstream(
 async def test_an_unreachable_upstream_is_answered_502_with_a_json_rpc_error(
     tmp_path: Path,
 ) -> None:
-    nowhere = f"http://127.0.0.1:{free_port()}/mcp"
+    nowhere = f"http://127.0.0.1:{free_port()}/mcp"  # nothing listens there
     with running_proxy(nowhere, tmp_path) as proxy:
         answer = await request(proxy.port, *call("anything", request_id=12))
         assert answer.status == 502
@@ -126,3 +142,19 @@ async def test_an_unreachable_upstream_is_answered_502_with_a_json_rpc_error(
     assert f"presa-trio proxy: cannot connect to {nowhere}" in proxy.stderr()
     # What the proxy answered itself is not traffic of the server's: only the requests.
     assert [line["direction"] for line in proxy.lines()] == ["client", "client"]
+
+
+async def test_ctrl_c_ends_open_streams_and_the_proxy_in_time(
+    upstream: Served, tmp_path: Path
+) -> None:
+    with running_proxy(url(upstream), tmp_path) as proxy:
+        async with open_exchange(proxy.port, *call("wait", request_id=43)) as stream:
+            assert (await stream.next_message())["params"]["progress"] == 1
+            proxy.served.process.send_signal(signal.SIGINT)
+            # After its grace the proxy cuts the stream: no end of the chunked body.
+            with pytest.raises(h11.RemoteProtocolError), trio.fail_after(60):
+                await stream.next_message()
+        assert proxy.served.process.wait(timeout=60) == 0
+    with trio.fail_after(60):
+        while "upstream saw the client leave: 43" not in upstream.log():  # noqa: ASYNC110
+            await trio.sleep(0.02)

@@ -13,6 +13,8 @@ A ``tools/call`` picks what happens by the tool's name:
 - ``not_json``: ``application/json`` that is not JSON;
 - ``wait``: an SSE stream with one valid progress notification, then nothing until the client
   leaves; the disconnect is printed (``upstream saw the client leave: ID``) on stdout;
+- ``break``: an SSE stream with one valid progress notification, then the connection is
+  broken (the app raises);
 - ``secret``: 401 with a ``WWW-Authenticate`` challenge unless an ``Authorization`` came;
 - ``headers``: a valid result whose text is the request headers the app saw, as JSON.
 
@@ -85,6 +87,9 @@ async def app(scope: Scope, receive: Receive, send: Send) -> None:
         await _json(send, 500, result(request_id, "fine, but 500"))
     elif name == "not_json":
         await _raw(send, 200, JSON, b"oops, not JSON")
+    elif name == "break":
+        await _stream(send, [progress(1)])
+        raise RuntimeError("the upstream breaks its stream on purpose")
     elif name == "wait":
         await _stream(send, [progress(1)])
         await _until_gone(receive, request_id)
