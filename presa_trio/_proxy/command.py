@@ -35,7 +35,8 @@ stdin/stdout and the server's; the server's stderr is this process's. It ends wh
 exits, with the server's exit status.
 
 Ctrl-C (SIGINT) or SIGTERM stops it. Exit status: 0, or 1 with --check when any finding was
-printed (with --stdio, the server's own status when it is not 0); 2 for a bad command line.
+printed; with --stdio, otherwise the server's own status (128 + N when signal N ended it,
+127 when it cannot start); 2 for a bad command line.
 """
 
 

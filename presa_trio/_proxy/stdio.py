@@ -29,7 +29,8 @@ NOT_STARTED = 127  # the exit status when CMD cannot be started, as a shell's
 
 
 async def run_stdio(command: Sequence[str], recorder: Recorder) -> int:
-    """Run the proxy until the child's output ends; the child's exit status."""
+    """Run the proxy until the child's output ends; the child's exit status (128 + N when
+    signal N ended it)."""
     try:
         process = await trio.lowlevel.open_process(
             list(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE
@@ -50,7 +51,7 @@ async def run_stdio(command: Sequence[str], recorder: Recorder) -> int:
             nursery.cancel_scope.cancel()
         await stdin.aclose()
         await stdout.aclose()
-    return code
+    return 128 - code if code < 0 else code  # killed by signal N: 128 + N, as a shell says
 
 
 async def _client_side(stdin: trio.abc.ReceiveStream, process: trio.Process,

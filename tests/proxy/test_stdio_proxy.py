@@ -5,13 +5,18 @@ work is one line on stderr and exit status 2 (127 for a command that cannot star
 from __future__ import annotations
 
 import json
+import signal
 import socket
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 from support.cli_runner import presa
-from support.proxy_process import proxy_stdio_command, run
+from support.proxy_process import LIMIT, environment, proxy_stdio_command, run
 from support.servers import SUPPORT
+
+from presa_trio._proxy.stdio import STOP_GRACE
 
 BROKEN = str(SUPPORT / "proxy_broken_stdio.py")
 CALL = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "x", "arguments": {},
@@ -92,3 +97,39 @@ def test_a_command_line_that_cannot_work_is_one_line_and_exit_status_2(tmp_path:
     neither = presa("proxy")
     assert neither.returncode == 2
     assert "one of the arguments --upstream --stdio is required" in neither.stderr
+
+
+STUBBORN = str(SUPPORT / "proxy_stubborn_stdio.py")
+
+
+def test_a_child_that_outlives_its_input_is_stopped_after_the_grace() -> None:
+    started = time.monotonic()
+    done = run([sys.executable, "-m", "presa_trio", "proxy", "--stdio", "--", sys.executable,
+                STUBBORN])  # fmt: skip
+    assert done.returncode == 128 + signal.SIGTERM  # SIGTERM after STOP_GRACE
+    assert time.monotonic() - started >= STOP_GRACE
+    assert done.stderr.splitlines()[0] == "ready"
+
+
+def test_sigterm_to_the_proxy_stops_its_child_and_the_proxy_says_so(tmp_path: Path) -> None:
+    command = [sys.executable, "-m", "presa_trio", "proxy", "--stdio", "--", sys.executable,
+               STUBBORN]  # fmt: skip
+    with open(tmp_path / "stderr", "wb") as err:
+        proxy = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
+            env=environment(),
+        )  # fmt: skip
+    try:
+        deadline = time.monotonic() + LIMIT
+        while b"ready" not in (tmp_path / "stderr").read_bytes():
+            assert time.monotonic() < deadline and proxy.poll() is None
+            time.sleep(0.02)
+        proxy.send_signal(signal.SIGTERM)
+        assert proxy.wait(timeout=LIMIT) == 128 + signal.SIGTERM  # the child's death
+    finally:
+        if proxy.poll() is None:
+            proxy.kill()
+            proxy.wait()
+        assert proxy.stdin is not None and proxy.stdout is not None
+        proxy.stdin.close()
+        proxy.stdout.close()
