@@ -12,8 +12,11 @@ import signal
 import socket
 import sys
 from contextlib import ExitStack
-from functools import partial
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
+
+if TYPE_CHECKING:
+    from .recorder import Recorder
+    from .upstream import Upstream
 
 DEFAULT_LISTEN = "127.0.0.1:6277"
 GRACEFUL = 1.0  # seconds open streams get at shutdown before they are cut
@@ -78,12 +81,19 @@ def run(args: argparse.Namespace) -> int:
     import trio
 
     from .recorder import say
+    from .upstream import Upstream
 
     command: list[str] = args.command_words
     if args.stdio and not command:
         return _refuse("--stdio needs the server's command after --: --stdio -- CMD ARGS")
     if not args.stdio and command:
         return _refuse("a command after -- is for --stdio")
+    if not args.stdio:
+        try:
+            upstream = Upstream.parse(args.upstream)
+            fd, address = _bound(args.listen)
+        except ValueError as exc:
+            return _refuse(str(exc))
     with ExitStack() as stack:
         capture: TextIO | None = None
         if args.capture:
@@ -92,19 +102,16 @@ def run(args: argparse.Namespace) -> int:
             except OSError as exc:
                 return _refuse(f"cannot write {args.capture}: {exc.strerror or exc}")
         if args.stdio:
-            status, recorder = trio.run(partial(_stdio, command, capture, args.quiet))
+            status, recorder = trio.run(_stdio, command, capture, args.quiet)
         else:
-            try:
-                status, recorder = trio.run(partial(_http, args, capture))
-            except ValueError as exc:
-                return _refuse(str(exc))
+            status, recorder = trio.run(_http, upstream, fd, address, capture, args.quiet)
     say(recorder.summary())
     if args.check and recorder.findings:
         return 1
     return status
 
 
-async def _stdio(command: list[str], capture: TextIO | None, quiet: bool) -> tuple[int, Any]:
+async def _stdio(command: list[str], capture: TextIO | None, quiet: bool) -> tuple[int, Recorder]:
     from .recorder import Recorder
     from .stdio import run_stdio
 
@@ -112,23 +119,23 @@ async def _stdio(command: list[str], capture: TextIO | None, quiet: bool) -> tup
     return await run_stdio(command, recorder), recorder
 
 
-async def _http(args: argparse.Namespace, capture: TextIO | None) -> tuple[int, Any]:
+async def _http(
+    upstream: Upstream, fd: int, address: str, capture: TextIO | None, quiet: bool
+) -> tuple[int, Recorder]:
+    """Serve the proxy on the bound socket ``fd`` until SIGINT or SIGTERM."""
     from hypercorn.config import Config
     from hypercorn.trio import serve
 
     from .http import ProxyApp
     from .recorder import Recorder, say
-    from .upstream import Upstream
 
-    upstream = Upstream.parse(args.upstream)
-    fd, address = _bound(args.listen)
     config = Config()
     config.bind = [f"fd://{fd}"]
     config.accesslog = None
     config.loglevel = "WARNING"
     config.graceful_timeout = GRACEFUL
     config.keep_alive_timeout = 5.0
-    recorder = Recorder(capture, quiet=args.quiet)
+    recorder = Recorder(capture, quiet=quiet)
     say(f"listening on http://{address}/mcp, forwarding to {upstream.url}")
     app: Any = ProxyApp(upstream, recorder)  # an ASGI 3 app; hypercorn's own types are narrower
     await serve(app, config, shutdown_trigger=_stopped)

@@ -69,9 +69,9 @@ class ProxyApp:
         await self.recorder.record(Passed("client", message, text, conn, number, http))
         async with trio.open_nursery() as nursery:
             nursery.start_soon(_until_disconnect, receive, nursery.cancel_scope)
+            answer = Passed("server", conn=conn, exchange=number)
             try:
-                await self._forward(scope, body, send, message, Passed("server", None, None,
-                                    conn, number))  # fmt: skip
+                await self._forward(scope, body, send, message, answer)
             finally:
                 nursery.cancel_scope.cancel()
 
@@ -114,10 +114,11 @@ class ProxyApp:
             # Broken upstream, broken stream: returning without the body's end makes hypercorn
             # close the connection, so the client sees the break (and may resume), not an end.
             say(str(exc))
-            return
-        if not events:  # a stream that carried nothing still had a status
-            await self.recorder.record(_with(template, None, None, {}))
-        await send({"type": "http.response.body", "body": b"", "more_body": False})
+            await trio.lowlevel.checkpoint()
+        else:
+            if not events:  # a stream that carried nothing still had a status
+                await self.recorder.record(_with(template, None, None, {}))
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     async def _whole(self, chunks: Any, start: Message, send: Send, template: Passed) -> None:
         """A JSON (or empty, or other) body: gathered, recorded, then passed on whole."""

@@ -129,5 +129,7 @@ def _json_expected(passed: Passed) -> bool:
 
 
 def say(text: str) -> None:
-    """One line on stderr, prefixed, at once."""
-    print(PREFIX + text, file=sys.stderr, flush=True)
+    """One line on stderr, prefixed, at once, in one write: a spawned server's stderr is the
+    same pipe, and ``print`` would let its output in between the text and the newline."""
+    sys.stderr.write(f"{PREFIX}{text}\n")
+    sys.stderr.flush()
