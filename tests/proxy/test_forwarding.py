@@ -33,7 +33,8 @@ def url(served: Served) -> str:
 
 
 def call(name: str, request_id: int = 1) -> tuple[bytes, list[tuple[str, str]]]:
-    return mcp_request("tools/call", {"name": name, "arguments": {}}, request_id=request_id)
+    params = {"name": name, "arguments": {}}
+    return mcp_request("tools/call", params, request_id=request_id, meta={"progressToken": "t1"})
 
 
 async def test_a_client_that_leaves_mid_stream_cancels_the_upstream_exchange(

@@ -1,7 +1,8 @@
 """A small MCP-shaped ASGI app that misbehaves on request, for the proxy's tests (served by
 hypercorn's trio worker: ``proxy_upstream_app:app``).
 
-A ``tools/call`` picks what happens by the tool's name:
+A ``tools/call`` picks what happens by the tool's name (its progress notifications carry the
+request's ``progressToken``):
 
 - ``bad_content``: a complete result whose ``content`` is a string, not a list;
 - ``bad_progress``: an SSE stream with a ``notifications/progress`` whose ``progress`` is a
@@ -48,8 +49,8 @@ def event(message: dict[str, Any], event_id: str | None = None) -> bytes:
     return f"{head}event: message\ndata: {json.dumps(message)}\n\n".encode()
 
 
-def progress(value: Any) -> dict[str, Any]:
-    params = {"progressToken": "t1", "progress": value, "total": 2}
+def progress(value: Any, token: Any) -> dict[str, Any]:
+    params = {"progressToken": token, "progress": value, "total": 2}
     return {"jsonrpc": "2.0", "method": "notifications/progress", "params": params}
 
 
@@ -72,11 +73,12 @@ async def app(scope: Scope, receive: Receive, send: Send) -> None:
     request = json.loads(body)
     name = request.get("params", {}).get("name")
     request_id = request.get("id")
+    token = request.get("params", {}).get("_meta", {}).get("progressToken")
     if name == "bad_content":
         broken = {"resultType": "complete", "content": "not a list"}
         await _json(send, 200, {"jsonrpc": "2.0", "id": request_id, "result": broken})
     elif name == "bad_progress":
-        await _stream(send, [progress("half")])
+        await _stream(send, [progress("half", token)])
         await _until_gone(receive, request_id)
     elif name == "server_request":
         ask = {"jsonrpc": "2.0", "id": 50, "method": "roots/list", "params": {}}
@@ -88,10 +90,10 @@ async def app(scope: Scope, receive: Receive, send: Send) -> None:
     elif name == "not_json":
         await _raw(send, 200, JSON, b"oops, not JSON")
     elif name == "break":
-        await _stream(send, [progress(1)])
+        await _stream(send, [progress(1, token)])
         raise RuntimeError("the upstream breaks its stream on purpose")
     elif name == "wait":
-        await _stream(send, [progress(1)])
+        await _stream(send, [progress(1, token)])
         await _until_gone(receive, request_id)
     elif name == "secret" and "authorization" not in headers:
         challenge = (
