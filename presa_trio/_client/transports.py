@@ -271,6 +271,8 @@ class StdioTransport:
         self._stdout = process.stdout
         self._lines = LineBuffer(MAX_LINE)
         self._pending: list[bytes | None] = []
+        # One request reads the output at a time: two callers in two tasks wait their turn.
+        self._turn = trio.Lock()
 
     async def _line(self) -> dict[str, Any]:
         await trio.lowlevel.checkpoint()
@@ -298,13 +300,14 @@ class StdioTransport:
     async def request(
         self, message: dict[str, Any], headers: Headers, on_message: OnMessage
     ) -> Reply:
-        await self._write(message)
-        while True:
-            received = await self._line()
-            if kind_of(received) != "response":
-                await on_message(received)
-            elif received.get("id") == message["id"]:
-                return Reply(200, received)
+        async with self._turn:
+            await self._write(message)
+            while True:
+                received = await self._line()
+                if kind_of(received) != "response":
+                    await on_message(received)
+                elif received.get("id") == message["id"]:
+                    return Reply(200, received)
 
     async def send(self, message: dict[str, Any], headers: Headers) -> None:
         await self._write(message)
@@ -315,17 +318,23 @@ class StdioTransport:
 
 @asynccontextmanager
 async def open_spawned(
-    command: list[str], *, cwd: str | os.PathLike[str] | None = None
+    command: list[str],
+    *,
+    cwd: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> AsyncIterator[StdioTransport]:
-    """Spawn ``command`` (in ``cwd``); at the end close its input, give it ``STOP_GRACE``
-    seconds to exit, then kill it. A command that cannot start is a ``TransportError``."""
+    """Spawn ``command`` (in ``cwd``, with ``env`` over this process's environment); at the
+    end close its input, give it ``STOP_GRACE`` seconds to exit, then kill it. A command
+    that cannot start is a ``TransportError``."""
+    if not command:
+        raise TransportError("no command to start")
     try:
         process = await trio.lowlevel.open_process(
-            command,
+            list(command),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             cwd=cwd,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
         )
     except OSError as exc:
         raise TransportError(f"cannot start {command[0]!r}: {exc.strerror or exc}") from None
