@@ -15,7 +15,7 @@ import os
 import ssl
 import subprocess
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from contextlib import asynccontextmanager
+from contextlib import aclosing, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import urlsplit
@@ -132,13 +132,10 @@ class AsgiTransport(HttpExchanges):
             )
             try:
                 await exchange.started.wait()
-                return await read_body(
-                    exchange.status,
-                    exchange.headers,
-                    _channel(exchange.chunks),
-                    request_id,
-                    on_message,
-                )
+                async with aclosing(_channel(exchange.chunks)) as chunks:
+                    return await read_body(
+                        exchange.status, exchange.headers, chunks, request_id, on_message
+                    )
             finally:
                 exchange.disconnected.set()
 
@@ -219,9 +216,9 @@ class HttpTransport(HttpExchanges):
                 if not isinstance(event, h11.Response):
                     raise TransportError(f"{self.url} answered no HTTP response")
                 answer = {k.decode().lower(): v.decode("latin-1") for k, v in event.headers}
-                return await read_body(
-                    event.status_code, answer, _body(connection, stream), request_id, on_message
-                )
+                # Closed here: a reader that has its response stops before the body ends.
+                async with aclosing(_body(connection, stream)) as body:
+                    return await read_body(event.status_code, answer, body, request_id, on_message)
         except (h11.RemoteProtocolError, trio.BrokenResourceError, ssl.SSLError) as exc:
             raise TransportError(f"the connection to {self.url} broke: {_why(exc)}") from None
         except OSError as exc:
