@@ -186,7 +186,7 @@ class HttpTransport(HttpExchanges):
         try:
             stream: trio.abc.Stream = await trio.open_tcp_stream(self.host, self.port)
         except OSError as exc:
-            raise TransportError(f"cannot connect to {self.url}: {exc.strerror or exc}") from None
+            raise TransportError(f"cannot connect to {self.url}: {_refusal(exc)}") from None
         if self.tls:
             stream = trio.SSLStream(stream, ssl.create_default_context(), server_hostname=self.host)
         async with stream:
@@ -225,6 +225,16 @@ class HttpTransport(HttpExchanges):
             raise TransportError(
                 f"the connection to {self.url} failed: {exc.strerror or exc}"
             ) from None
+
+
+def _refusal(exc: OSError) -> str:
+    """Why a connection could not be made: trio's ``open_tcp_stream`` says only that every
+    attempt failed, and keeps each attempt's own error in its cause."""
+    attempts = getattr(exc.__cause__, "exceptions", ())
+    reasons = {
+        os.strerror(a.errno) if a.errno else str(a) for a in attempts if isinstance(a, OSError)
+    }
+    return ", ".join(sorted(reasons)) or exc.strerror or str(exc)
 
 
 def _why(exc: BaseException) -> str:
@@ -278,6 +288,8 @@ class StdioTransport:
             if not chunk:
                 self._pending = self._lines.close()
                 if not self._pending:
+                    with trio.move_on_after(STOP_GRACE):  # its exit status, if it is ending
+                        await self.process.wait()
                     code = self.process.poll()
                     status = f" (exit status {code})" if code is not None else ""
                     raise TransportError(f"the server process closed its output{status}")

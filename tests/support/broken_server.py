@@ -5,7 +5,7 @@
 server as an ASGI app (one message per POST), its break named by the path
 (``http://127.0.0.1:PORT/BREAK``). Every break but ``old-*`` speaks 2026-07-28; ``old-*`` refuses
 ``server/discover`` as an older server does and serves an ``initialize`` session
-(2025-11-25).
+(2025-11-25). Over stdio, ``exit-on-call`` exits (status 4) when a tool is called.
 """
 
 from __future__ import annotations
@@ -107,8 +107,11 @@ def main() -> None:
     broken = sys.argv[1]
     for line in sys.stdin:
         if line.strip():
-            for message in answers(json.loads(line), broken):
-                print(json.dumps(message), flush=True)
+            message = json.loads(line)
+            if broken == "exit-on-call" and message.get("method") == "tools/call":
+                sys.exit(4)
+            for sent in answers(message, broken):
+                print(json.dumps(sent), flush=True)
 
 
 if __name__ == "__main__":
