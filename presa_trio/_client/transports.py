@@ -14,7 +14,7 @@ import json
 import os
 import ssl
 import subprocess
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import aclosing, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -140,7 +140,7 @@ class AsgiTransport(HttpExchanges):
                 exchange.disconnected.set()
 
 
-async def _channel(chunks: trio.MemoryReceiveChannel[bytes]) -> AsyncIterator[bytes]:
+async def _channel(chunks: trio.MemoryReceiveChannel[bytes]) -> AsyncGenerator[bytes, None]:
     async for chunk in chunks:
         yield chunk
 
@@ -217,8 +217,10 @@ class HttpTransport(HttpExchanges):
                     raise TransportError(f"{self.url} answered no HTTP response")
                 answer = {k.decode().lower(): v.decode("latin-1") for k, v in event.headers}
                 # Closed here: a reader that has its response stops before the body ends.
-                async with aclosing(_body(connection, stream)) as body:
-                    return await read_body(event.status_code, answer, body, request_id, on_message)
+                async with aclosing(_body(connection, stream)) as chunks:
+                    return await read_body(
+                        event.status_code, answer, chunks, request_id, on_message
+                    )
         except (h11.RemoteProtocolError, trio.BrokenResourceError, ssl.SSLError) as exc:
             raise TransportError(f"the connection to {self.url} broke: {_why(exc)}") from None
         except OSError as exc:
@@ -253,7 +255,7 @@ async def _next_event(connection: h11.Connection, stream: trio.abc.Stream) -> An
         connection.receive_data(bytes(await stream.receive_some(65536)))
 
 
-async def _body(connection: h11.Connection, stream: trio.abc.Stream) -> AsyncIterator[bytes]:
+async def _body(connection: h11.Connection, stream: trio.abc.Stream) -> AsyncGenerator[bytes, None]:
     while True:
         event = await _next_event(connection, stream)
         if isinstance(event, h11.Data):
