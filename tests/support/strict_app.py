@@ -5,7 +5,8 @@ in tests/testing_client (in process, and under hypercorn as ``strict_app:app``).
 forbids, which the server itself turns into an ``isError`` result; ``handmade`` returns a
 ``ToolResult`` whose ``structuredContent`` breaks its declared schema (a ``ToolResult`` is
 sent as the tool built it); ``bare`` declares a schema and sends no structured content;
-``refuse`` raises ``ToolError``; ``plain`` has no schema at all.
+``refuse`` raises ``ToolError``; ``plain`` has no schema at all. ``ask`` asks the client's
+name (an ``input_required`` round in 2026-07-28, a pushed elicitation in a session).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 from typing import Any, TypedDict
 
 from presa_trio import Context, Server, ToolError, ToolResult
+from presa_trio.mrtr import elicit
 
 server = Server("strict")
 #: How many times the server answered tools/list (a strict client lists its tools once).
@@ -76,6 +78,16 @@ def refuse(city: str) -> str:
 def plain(city: str) -> str:
     """Text only."""
     return f"{city} is fine"
+
+
+@server.tool()
+async def ask(ctx: Context) -> str:
+    """Ask the client's name."""
+    question = elicit("Your name?", {"name": {"type": "string"}}, ["name"])
+    answer = (await ctx.input({"name": question}))["name"]
+    if answer.get("action") != "accept":
+        return "no name"
+    return f"Hello, {answer['content']['name']}"
 
 
 app = server.asgi_app()
