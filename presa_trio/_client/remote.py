@@ -23,7 +23,7 @@ from .._asgi_driver import RpcError, SchemaViolationError
 from .._protocol.dialect import PROTOCOL_VERSION
 from .._protocol.era import LEGACY_VERSIONS
 from .._protocol.schema import Violation
-from .._tool_outputs import ToolOutputs, list_all_tools
+from .._tool_outputs import ToolOutputs
 from .checks import CHECKED_VERSIONS, MessageChecks
 from .transports import Reply, Transport, TransportError
 from .wire import (
@@ -211,7 +211,8 @@ class RemoteClient:
             message,
             self.era,
             session_id=self.session_id,
-            legacy_version=self.version if self.session_id is not None else None,
+            # Every request after ``initialize`` names the agreed version (2025-06-18 on).
+            legacy_version=self.version if self.server else None,
             input_schema=input_schema,
         )
         return headers + self.extra_headers
@@ -389,7 +390,9 @@ class RemoteClient:
     ) -> dict[str, Any]:
         """Call a tool. ``answer`` (or the client's) answers what the server asks, in
         2026-07-28 rounds or an older server's pushed requests; with ``progress_token`` the
-        server may report progress (in ``notifications``). With ``strict``, an ``isError``
+        server may report progress (in ``notifications``). Over HTTP in 2026-07-28, the
+        ``Mcp-Param-*`` headers a tool's ``inputSchema`` declares are sent once the tools
+        were listed (``list_tools``, or ``strict``). With ``strict``, an ``isError``
         result raises ``ToolError`` and structured content that breaks the tool's
         ``outputSchema`` raises ``OutputSchemaError``."""
         params: dict[str, Any] = {"name": name}
@@ -399,11 +402,8 @@ class RemoteClient:
         schema = self.tools.get(name, {}).get("inputSchema")
         result = await self._with_rounds("tools/call", params, answer, schema, options)
         if self.strict:
-            await self._outputs.check(name, result, self._all_tools)
+            await self._outputs.check(name, result, self.list_tools)
         return result
-
-    async def _all_tools(self) -> list[Any]:
-        return await list_all_tools(self.request)
 
     async def _with_rounds(
         self,

@@ -1,7 +1,8 @@
 """Servers presa_trio did not write, for ``presa_trio.testing``'s client of any server: the
-official SDK's (``mcp`` 2.x, the test venv's: tests/support/sdk_server.py) and the published
-``mcp`` 1.30 FastMCP (its cached virtualenv: tests/support/mcp1_server.py), each over stdio
-(a command) and over Streamable HTTP under uvicorn on 127.0.0.1 (a URL)."""
+official SDK's (``mcp`` 2.x, the test venv's: tests/support/sdk_server.py), FastMCP (the test
+venv's: tests/support/fastmcp_server.py) and the published ``mcp`` 1.30 FastMCP (its cached
+virtualenv: tests/support/mcp1_server.py), each over stdio (a command) and over Streamable
+HTTP under uvicorn on 127.0.0.1 (a URL)."""
 
 from __future__ import annotations
 
@@ -14,11 +15,15 @@ import pytest
 from support import client_installs
 from support.servers import SUPPORT, Served, free_port, wait_listening
 
-SCRIPTS = {"sdk": SUPPORT / "sdk_server.py", "mcp1": SUPPORT / "mcp1_server.py"}
+SCRIPTS = {
+    "sdk": SUPPORT / "sdk_server.py",
+    "fastmcp": SUPPORT / "fastmcp_server.py",
+    "mcp1": SUPPORT / "mcp1_server.py",
+}
 
 
 def interpreter(which: str) -> str:
-    return sys.executable if which == "sdk" else str(client_installs.mcp1_python())
+    return str(client_installs.mcp1_python()) if which == "mcp1" else sys.executable
 
 
 def serve_script(which: str, log_path: Path) -> Iterator[str]:
@@ -45,6 +50,11 @@ def serve_script(which: str, log_path: Path) -> Iterator[str]:
 @pytest.fixture(scope="session")
 def sdk_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     yield from serve_script("sdk", tmp_path_factory.mktemp("sdk") / "server.log")
+
+
+@pytest.fixture(scope="session")
+def fastmcp_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    yield from serve_script("fastmcp", tmp_path_factory.mktemp("fastmcp") / "server.log")
 
 
 @pytest.fixture(scope="session")

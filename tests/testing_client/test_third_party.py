@@ -1,9 +1,9 @@
 """``presa_trio.testing`` drives servers presa_trio did not write, over stdio and HTTP: the
-official SDK's ``MCPServer`` (``mcp`` 2.x, which speaks 2026-07-28 and the older era) and the
-published ``mcp`` 1.30 FastMCP (the older era only). Every message both ways is checked
-against the negotiated version's schema, so each exchange below passing is a conversation
-with no schema violation; list, call with arguments, read, progress, prompts, completion, an
-older server's pushed elicitation, and each version forced in turn."""
+official SDK's ``MCPServer`` (``mcp`` 2.x) and FastMCP 4, which speak 2026-07-28 and the
+older era, and the published ``mcp`` 1.30 FastMCP (the older era only). Every message both
+ways is checked against the negotiated version's schema, so each exchange below passing is a
+conversation with no schema violation; list, call with arguments, read, progress, prompts,
+completion, an older server's pushed elicitation, and each version forced in turn."""
 
 from __future__ import annotations
 
@@ -17,13 +17,19 @@ from presa_trio.testing import RemoteClient, RpcError, open_http, open_stdio
 
 pytestmark = pytest.mark.e2e
 
-ALL = ["sdk-stdio", "sdk-http", "mcp1-stdio", "mcp1-http"]
+ALL = ["sdk-stdio", "sdk-http", "fastmcp-stdio", "fastmcp-http", "mcp1-stdio", "mcp1-http"]
 TOOLS = {
     "sdk": ["add", "count", "weather", "fail", "broken_weather"],
+    "fastmcp": ["add", "count"],
     "mcp1": ["add", "fail", "ask", "count"],
 }
-NEWEST = {"sdk": "2026-07-28", "mcp1": "2025-11-25"}
-SERVER_NAMES = {"sdk": "sdk-server", "mcp1": "mcp1-server"}
+NEWEST = {"sdk": "2026-07-28", "fastmcp": "2026-07-28", "mcp1": "2025-11-25"}
+SERVER_NAMES = {"sdk": "sdk-server", "fastmcp": "fastmcp-server", "mcp1": "mcp1-server"}
+GREETINGS = {
+    "sdk": "hello from the SDK",
+    "fastmcp": "hello from FastMCP",
+    "mcp1": "hello from mcp 1.x",
+}
 
 
 def connect(how: str | list[str], **options: Any) -> AbstractAsyncContextManager[RemoteClient]:
@@ -55,8 +61,7 @@ async def exercise(client: RemoteClient, which: str) -> None:
     ]
     assert progress == [("tok", 1, 3), ("tok", 2, 3), ("tok", 3, 3)]
     read = await client.read_resource("note://greeting")
-    greeting = "hello from the SDK" if which == "sdk" else "hello from mcp 1.x"
-    assert [c["text"] for c in read["contents"]] == [greeting]
+    assert [c["text"] for c in read["contents"]] == [GREETINGS[which]]
 
 
 @pytest.mark.parametrize("target", ALL, indirect=True)
@@ -78,6 +83,8 @@ async def test_it_negotiates_the_newest_era_the_server_speaks_and_works(
         ("sdk-stdio", "2025-11-25"),
         ("sdk-http", "2025-11-25"),
         ("sdk-stdio", "2025-06-18"),
+        ("fastmcp-stdio", "2025-11-25"),
+        ("fastmcp-http", "2025-06-18"),
         ("mcp1-stdio", "2025-06-18"),
         ("mcp1-http", "2025-06-18"),
     ],
@@ -93,7 +100,7 @@ async def test_a_forced_older_version_is_spoken_and_checked(
             await exercise(client, which)
 
 
-@pytest.mark.parametrize("target", ["sdk-stdio", "sdk-http"], indirect=True)
+@pytest.mark.parametrize("target", ["sdk-stdio", "sdk-http", "fastmcp-http"], indirect=True)
 async def test_a_forced_2026_version_is_spoken(target: tuple[str, str | list[str]]) -> None:
     which, how = target
     with trio.fail_after(60):
