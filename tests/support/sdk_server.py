@@ -20,12 +20,24 @@ from mcp.server.mcpserver.tools.base import Tool
 from mcp_types import CallToolResult, Completion, TextContent
 from pydantic import BaseModel
 
-server = MCPServer("sdk-server")
-
 
 class Weather(BaseModel):
     city: str
     celsius: float
+
+
+def broken_weather(city: str) -> CallToolResult:
+    """The weather, with ``celsius`` as a string its outputSchema forbids."""
+    return CallToolResult(
+        content=[TextContent(type="text", text=f"{city}: warm")],
+        structured_content={"city": city, "celsius": "warm"},
+    )
+
+
+# A hand-built outputSchema: the SDK advertises it and leaves the result unchecked.
+broken = Tool.from_function(broken_weather)
+broken.fn_metadata.output_schema = Weather.model_json_schema()
+server = MCPServer("sdk-server", tools=[broken])
 
 
 @server.tool()
@@ -52,20 +64,6 @@ def weather(city: str) -> Weather:
 def fail() -> str:
     """Always fails."""
     raise ValueError("it failed on purpose")
-
-
-def broken_weather(city: str) -> CallToolResult:
-    """The weather, with ``celsius`` as a string its outputSchema forbids."""
-    return CallToolResult(
-        content=[TextContent(type="text", text=f"{city}: warm")],
-        structured_content={"city": city, "celsius": "warm"},
-    )
-
-
-# A hand-built outputSchema: the SDK advertises it and leaves the result unchecked.
-broken = Tool.from_function(broken_weather)
-broken.fn_metadata.output_schema = Weather.model_json_schema()
-server._tool_manager._tools[broken.name] = broken
 
 
 @server.resource("note://greeting")

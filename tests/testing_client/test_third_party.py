@@ -19,7 +19,7 @@ pytestmark = pytest.mark.e2e
 
 ALL = ["sdk-stdio", "sdk-http", "fastmcp-stdio", "fastmcp-http", "mcp1-stdio", "mcp1-http"]
 TOOLS = {
-    "sdk": ["add", "count", "weather", "fail", "broken_weather"],
+    "sdk": ["broken_weather", "add", "count", "weather", "fail"],
     "fastmcp": ["add", "count"],
     "mcp1": ["add", "fail", "ask", "count"],
 }
