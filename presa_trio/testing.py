@@ -29,6 +29,7 @@ from ._asgi_driver import SchemaViolationError as SchemaViolationError
 from ._asgi_driver import Stream as Stream
 from ._asgi_driver import drive as drive
 from ._client.remote import HANDSHAKE_TIMEOUT, PROBE_SECONDS
+from ._client.remote import Answer as RemoteAnswer
 from ._client.remote import RemoteClient as RemoteClient
 from ._client.transports import HttpTransport, open_spawned
 from ._client.transports import TransportError as TransportError
@@ -397,27 +398,42 @@ async def open_http(
     url: str,
     *,
     version: str | None = None,
+    strict: bool = False,
+    answer: RemoteAnswer | None = None,
     headers: Mapping[str, str] | None = None,
+    capabilities: Mapping[str, Any] | None = None,
+    client_info: Mapping[str, Any] | None = None,
+    validate: bool = True,
     handshake_timeout: float = HANDSHAKE_TIMEOUT,
-    **options: Any,
 ) -> AsyncIterator[RemoteClient]:
     """Open a schema-checking client of the MCP server at ``url`` (Streamable HTTP).
 
     Named as trio names what an ``async with`` owns (``open_tcp_stream``, ``open_process``),
     beside ``open_client`` (a server in this process), ``open_session`` (the older era's
-    session on one) and ``open_stdio`` (a server in a process it starts). It
-    negotiates as an MCP client does: 2026-07-28 when the server answers ``server/discover``
-    with it, else an ``initialize`` session with the newest version the server accepts;
-    ``version`` forces one (``"2026-07-28"``, ``"2025-11-25"`` or ``"2025-06-18"``).
-    ``headers`` go with every request (``{"Authorization": "Bearer ..."}``). ``options``:
-    ``capabilities``, ``client_info``, ``answer``, ``validate``, ``strict`` (see
-    ``RemoteClient``). The handshake is bounded by ``handshake_timeout`` seconds; an older
-    era's session is ended (``DELETE``) on the way out. A server that cannot be reached
-    raises ``TransportError``.
+    session on one) and ``open_stdio`` (a server in a process it starts).
+
+    It negotiates as an MCP client does: 2026-07-28 when the server answers
+    ``server/discover`` with it, else an ``initialize`` session with the newest version the
+    server accepts; ``version`` forces one (``"2026-07-28"``, ``"2025-11-25"`` or
+    ``"2025-06-18"``). ``strict`` raises a tool's error result and its ``outputSchema``
+    violations; ``answer(key, request)`` answers what the server asks; ``headers`` go with
+    every request (``{"Authorization": "Bearer ..."}``); ``capabilities`` and
+    ``client_info`` are the client's (2026-07-28: in every request's ``_meta``);
+    ``validate=False`` checks nothing. The handshake is bounded by ``handshake_timeout``
+    seconds; an older era's session is ended (``DELETE``) on the way out. A server that
+    cannot be reached raises ``TransportError``.
     """
-    client = RemoteClient(HttpTransport(url), headers=headers, **options)
-    await client.open(version, handshake_timeout=handshake_timeout)
+    client = RemoteClient(
+        HttpTransport(url),
+        capabilities=capabilities,
+        client_info=client_info,
+        answer=answer,
+        validate=validate,
+        strict=strict,
+        headers=headers,
+    )
     try:
+        await client.open(version, handshake_timeout=handshake_timeout)
         yield client
     finally:
         await client.close()
@@ -428,23 +444,39 @@ async def open_stdio(
     command: Sequence[str],
     *,
     version: str | None = None,
+    strict: bool = False,
+    answer: RemoteAnswer | None = None,
     cwd: str | PathLike[str] | None = None,
     env: Mapping[str, str] | None = None,
+    capabilities: Mapping[str, Any] | None = None,
+    client_info: Mapping[str, Any] | None = None,
+    validate: bool = True,
     handshake_timeout: float = HANDSHAKE_TIMEOUT,
     probe: float = PROBE_SECONDS,
-    **options: Any,
 ) -> AsyncIterator[RemoteClient]:
-    """Start ``command`` (in ``cwd``, with ``env`` added to this process's environment) and
-    open a schema-checking client of the MCP server it runs on its stdin and stdout.
+    """Start ``command`` (a list of words, in ``cwd``, with ``env`` added to this process's
+    environment) and open a schema-checking client of the MCP server it runs on its stdin
+    and stdout.
 
-    The name says what it opens, beside ``open_client`` and ``open_http``: a client of a
-    server over stdio. It negotiates as ``open_http`` does (``version`` forces a version);
-    an older server that never answers ``server/discover`` is given ``initialize`` after
-    ``probe`` seconds. The server's stderr is this process's. On the way out its input is
-    closed, and it is killed if it has not exited 2 s later. A command that cannot start, or
-    a server that exits, raises ``TransportError`` (with its exit status).
+    Named beside ``open_client`` and ``open_http``: a client of a server over stdio. It
+    negotiates as ``open_http`` does and takes the same options; an older server that never
+    answers ``server/discover`` is given ``initialize`` after ``probe`` seconds. The
+    server's stderr is this process's. On the way out its input is closed, and it is killed
+    if it has not exited 2 s later. A command that cannot start, or a server that exits,
+    raises ``TransportError`` (with its exit status).
     """
+    if isinstance(command, str):
+        raise TypeError(
+            f"command must be a list of words, like ['python', 'server.py']: {command!r}"
+        )
     async with open_spawned(list(command), cwd=cwd, env=env) as transport:
-        client = RemoteClient(transport, **options)
+        client = RemoteClient(
+            transport,
+            capabilities=capabilities,
+            client_info=client_info,
+            answer=answer,
+            validate=validate,
+            strict=strict,
+        )
         await client.open(version, handshake_timeout=handshake_timeout, probe=probe)
         yield client

@@ -279,6 +279,8 @@ class RemoteClient:
             response = answer(str(message["id"]), asked)
             if isinstance(response, Awaitable):
                 response = await response
+            if not isinstance(response, Mapping):
+                raise TypeError(f"answer() must return the result of {method}, got {response!r}")
             answered = reply(message["id"], response)
         if self.validate:
             _raise_violations(self._checks.answer(method, answered), "this client's answer")

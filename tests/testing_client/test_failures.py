@@ -118,3 +118,12 @@ async def test_an_url_that_is_not_http() -> None:
         async with open_http("ftp://127.0.0.1/mcp"):
             raise AssertionError("refused")  # pragma: no cover
     assert str(raised.value) == "not an http(s) URL: 'ftp://127.0.0.1/mcp'"
+
+
+async def test_a_command_given_as_one_string_is_refused() -> None:
+    with pytest.raises(TypeError) as raised:
+        async with open_stdio("python server.py"):  # type: ignore[arg-type]
+            raise AssertionError("refused")  # pragma: no cover
+    assert str(raised.value) == (
+        "command must be a list of words, like ['python', 'server.py']: 'python server.py'"
+    )
