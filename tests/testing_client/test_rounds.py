@@ -67,3 +67,13 @@ async def test_a_2026_round_without_an_answer_comes_back_as_it_is(
     assert result["resultType"] == "input_required"
     assert [r["method"] for r in result["inputRequests"].values()] == ["elicitation/create"]
     assert answered["content"] == [{"type": "text", "text": "no name"}]
+
+
+async def test_an_answer_that_is_not_a_result_is_a_clear_error(
+    request: pytest.FixtureRequest,
+) -> None:
+    with trio.fail_after(30):
+        async with connect("stdio", request, version="2025-11-25") as client:
+            with pytest.raises(TypeError) as raised:
+                await client.call_tool("ask", answer=lambda key, question: "Ada")
+    assert str(raised.value) == "answer() must return the result of elicitation/create, got 'Ada'"
