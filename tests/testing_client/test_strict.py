@@ -115,7 +115,7 @@ async def test_strict_raises_for_each_broken_result_and_passes_the_rest(
         assert strict_app.LISTED["count"] == listed + 1
 
 
-def test_an_output_schema_error_is_a_schema_violation_naming_its_tool() -> None:
+def test_an_output_schema_error_is_a_schema_violation() -> None:
     assert issubclass(OutputSchemaError, SchemaViolationError)
 
 
