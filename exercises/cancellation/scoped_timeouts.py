@@ -22,6 +22,9 @@ async def fetch(name: str, download: Download, timeout: float = 5.0) -> str | No
 
 
 async def fetch_both(
-    first: str, second: str, download: Download, timeout: float = 5.0  # noqa: ASYNC109
+    first: str,
+    second: str,
+    download: Download,
+    timeout: float = 5.0,  # noqa: ASYNC109
 ) -> list[str | None]:
     return [await fetch(first, download, timeout), await fetch(second, download, timeout)]
