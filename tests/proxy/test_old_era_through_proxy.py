@@ -62,7 +62,7 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
 def test_the_old_era_session_works_through_the_proxy(session: Session) -> None:
     assert session.seen == {
         "protocol_version": "2025-11-25",
-        "tools": ["add", "ask", "fail"],
+        "tools": ["add", "ask", "count", "fail"],
         "add": [{"type": "text", "text": "5"}],
         "ask": [{"type": "text", "text": "Hello, Ada"}],
         "note": [
