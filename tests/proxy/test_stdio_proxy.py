@@ -133,3 +133,13 @@ def test_sigterm_to_the_proxy_stops_its_child_and_the_proxy_says_so(tmp_path: Pa
         assert proxy.stdin is not None and proxy.stdout is not None
         proxy.stdin.close()
         proxy.stdout.close()
+
+
+def test_quiet_prints_no_finding_only_the_count(tmp_path: Path) -> None:
+    command = [sys.executable, "-m", "presa_trio", "proxy", "--stdio", "--quiet", "--check",
+               "--", sys.executable, BROKEN]  # fmt: skip
+    done = run(command, stdin=json.dumps(CALL) + "\n")
+    assert done.returncode == 1  # found, though not printed
+    ours = [line for line in done.stderr.splitlines() if line.startswith("presa-trio proxy: ")]
+    assert len(ours) == 1 and ours[0].startswith("presa-trio proxy: 3 line(s) recorded, ")
+    assert not ours[0].endswith(" 0 finding(s)")
