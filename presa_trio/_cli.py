@@ -22,6 +22,8 @@ from . import _cli_client as client_commands
 from ._cli_dev import add_parser as add_dev_parser
 from ._kernel.requestlog import RequestFilter
 from ._process.shutdown import DEFAULT_SECONDS, ShutdownBound
+from ._proxy import add_parser as add_proxy_parser
+from ._proxy import split_command as split_proxy_command
 from .ext.tasks._command import add_parser as add_tasks_parser
 
 DESCRIPTION = """\
@@ -33,6 +35,8 @@ MCP traffic.
                                                       three worker processes, one shared store
   presa-trio serve app:server --stdio                 newline-delimited JSON-RPC on stdin/stdout
   presa-trio validate capture.jsonl                   check each line against the schema
+  presa-trio proxy --upstream http://127.0.0.1:8000/mcp --capture capture.jsonl
+                                                      check live traffic at 127.0.0.1:6277
   presa-trio tasks --store sqlite:///srv/presa.db list
                                                       the tasks on a shared store
   presa-trio dev app:server                           serve, reloading on each save
@@ -190,6 +194,7 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument("file", help="JSON-lines capture ('-' for stdin)")
     add_tasks_parser(commands)
     add_dev_parser(commands)
+    add_proxy_parser(commands)
     client_commands.add_parsers(commands)
     return parser
 
@@ -537,12 +542,15 @@ def validate(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv, spawned = client_commands.split_command(sys.argv[1:] if argv is None else argv)
+    argv, proxied = split_proxy_command(argv)
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
+    if proxied:
+        args.command_words = proxied
     if args.command in ("list", "call", "read"):
         return client_commands.run(args, extra, spawned, load_target)
     if extra:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
-    if "run" in args:  # a command in a module of its own (tasks, dev)
+    if "run" in args:  # a command in a module of its own (tasks, dev, proxy)
         return int(args.run(args))
     return serve(args) if args.command == "serve" else validate(args)
