@@ -32,6 +32,7 @@ MAX_BODY = 16 * 1024 * 1024  # bytes of one request body (an MCP request is one 
 MAX_ANSWER = 64 * 1024 * 1024  # bytes of one non-streamed response body
 BODY_TIMEOUT = 30.0  # seconds a client has to send its request body
 INTERNAL_ERROR = -32603
+REMEMBERED_CONNECTIONS = 4096  # client addresses numbered at once; the oldest are forgotten
 
 
 class ProxyApp:
@@ -40,7 +41,8 @@ class ProxyApp:
     def __init__(self, upstream: Upstream, recorder: Recorder) -> None:
         self.upstream = upstream
         self.recorder = recorder
-        self._connections: dict[Any, int] = {}
+        self._connections: dict[Any, int] = {}  # client address -> number, oldest first
+        self._connection_numbers = count(1)
         self._exchanges = count(1)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -52,9 +54,17 @@ class ProxyApp:
             await send({"type": "websocket.close", "code": 1000})
 
     def _connection(self, scope: Scope) -> int:
-        """The client connection's number, by its address: one per TCP connection."""
+        """The client connection's number, by its address: one per TCP connection. Only the
+        newest ``REMEMBERED_CONNECTIONS`` addresses are kept (an address seen again after it
+        was forgotten is a new connection by then), so a long run does not grow without end."""
         client = tuple(scope.get("client") or ("?", 0))
-        return self._connections.setdefault(client, len(self._connections) + 1)
+        number = self._connections.pop(client, None)
+        if number is None:
+            number = next(self._connection_numbers)
+            if len(self._connections) >= REMEMBERED_CONNECTIONS:
+                del self._connections[next(iter(self._connections))]
+        self._connections[client] = number  # moved to the newest end
+        return number
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         conn, number = self._connection(scope), next(self._exchanges)

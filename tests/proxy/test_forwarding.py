@@ -11,6 +11,7 @@ import json
 import signal
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any, cast
 
 import h11
 import pytest
@@ -159,3 +160,22 @@ async def test_ctrl_c_ends_open_streams_and_the_proxy_in_time(
     with trio.fail_after(60):
         while "upstream saw the client leave: 43" not in upstream.log():  # noqa: ASYNC110
             await trio.sleep(0.02)
+
+
+def test_client_connections_are_numbered_and_the_oldest_forgotten(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """One number per client address, stable while remembered; a long run keeps only the
+    newest ``REMEMBERED_CONNECTIONS`` addresses, and one seen again later is a new number."""
+    from presa_trio._proxy import http as proxy_http
+
+    monkeypatch.setattr(proxy_http, "REMEMBERED_CONNECTIONS", 3)
+    app = proxy_http.ProxyApp(cast(Any, None), cast(Any, None))
+
+    def number(port: int) -> int:
+        return app._connection({"client": ("127.0.0.1", port)})
+
+    assert [number(p) for p in (1, 2, 1, 3)] == [1, 2, 1, 3]
+    assert number(4) == 4  # the fourth address forgets the least recently seen (port 2)
+    assert len(app._connections) == 3
+    assert [number(1), number(2)] == [1, 5]
