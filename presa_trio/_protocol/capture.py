@@ -1,8 +1,11 @@
-"""Checking a capture of MCP messages against the vendored schema (``presa-trio validate``).
+"""Checking a capture of MCP traffic (``presa-trio validate``, ``presa_trio.validation``).
 
-A capture is JSON lines. A line is either a bare JSON-RPC message, whose side is inferred, or
-``{"direction": "client"|"server", "message": {...}}``. Results are checked against the result
-type of the request with the same id seen earlier in the capture. Pure: lines in, findings out.
+Each line is checked against the schema of its protocol version (2026-07-28, or 2025-11-25 /
+2025-06-18 as negotiated), a result against the typed result of the request it answers, a
+Tasks-extension message against the extension's published schema; and across lines: tool
+calls against the schemas ``tools/list`` declared, progress tokens, request ids in flight,
+responses to no request, and where the capture has them, HTTP statuses and headers. Pure:
+lines in, findings out; it reads no file and keeps no clock (a record's ``t`` is the writer's).
 """
 
 from __future__ import annotations
@@ -12,104 +15,618 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, final
 
-from .schema import Schemas, error_definition
+from . import http_rules
+from .capture_records import CLIENT, SERVER, Record, read_record
+from .catalog import (
+    TASKS_EXTENSION,
+    VERSIONS,
+    Catalog,
+    ExtensionCatalog,
+    schema_version,
+)
+from .declared_tools import DeclaredTool, declare
+from .dialect import META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION
+from .era import SESSION_HEADER
+from .findings import Finding
+from .schema import SCHEMA_VERSION, Schemas, load_extension_document
 
-CLIENT, SERVER = "client", "server"
+__all__ = ["CaptureChecker", "Finding", "check_capture"]
+
+_LEGACY = VERSIONS[1]  # the newest revision with ``initialize``
+_OTHER = {CLIENT: SERVER, SERVER: CLIENT}
 
 
-@dataclass(frozen=True, slots=True)
-class Finding:
-    """One problem on one line: where in the message, against which ``$def``, and why."""
+@dataclass(slots=True)
+class _InFlight:
+    """A request seen and not yet answered."""
 
-    line: int
-    definition: str
-    pointer: str
-    message: str
+    method: str
+    catalog: Catalog
+    sender: str
+    key: tuple[Any, str, str]
+    tasks: bool  # its ``_meta`` client capabilities declare the Tasks extension
+    params: dict[str, Any]
+    token: str | None  # its progress token, as a key
+    exchange: Any
 
-    def __str__(self) -> str:
-        return f"{self.line}: {self.definition} at {self.pointer or '/'}: {self.message}"
+
+@dataclass(slots=True)
+class _Exchange:
+    """What the client sent in one HTTP exchange."""
+
+    kind: str  # "request" | "notification" | "response" | "other"
+    catalog: Catalog | None
+    session: str | None
+
+
+class _Out:
+    """The findings of one line, each once."""
+
+    __slots__ = ("direction", "found", "number", "seen")
+
+    def __init__(self, number: int) -> None:
+        self.number = number
+        self.direction: str | None = None
+        self.found: list[Finding] = []
+        self.seen: set[tuple[str, str]] = set()
+
+    def add(self, definition: str, pointer: str, message: str, rule: str) -> None:
+        if (pointer, message) in self.seen:
+            return
+        self.seen.add((pointer, message))
+        self.found.append(Finding(self.number, definition, pointer, message, self.direction, rule))
+
+
+def _key(value: object) -> str:
+    return json.dumps(value, sort_keys=True)
+
+
+def _kind(message: Mapping[str, Any]) -> str | None:
+    if isinstance(message.get("method"), str):
+        return "request" if "id" in message else "notification"
+    if "result" in message or "error" in message:
+        return "response"
+    return None
+
+
+def _params(message: Mapping[str, Any]) -> dict[str, Any]:
+    params = message.get("params")
+    return params if isinstance(params, dict) else {}
+
+
+def _declares_tasks(params: Mapping[str, Any]) -> bool:
+    meta = params.get("_meta")
+    capabilities = meta.get(META_CLIENT_CAPABILITIES) if isinstance(meta, dict) else None
+    extensions = capabilities.get("extensions") if isinstance(capabilities, dict) else None
+    return isinstance(extensions, dict) and TASKS_EXTENSION in extensions
 
 
 @final
 class CaptureChecker:
-    """Walks a capture line by line, remembering request ids to type their responses."""
+    """Walks a capture line by line, remembering what earlier lines said.
 
-    def __init__(self, schemas: Schemas | None = None) -> None:
-        self.schemas = schemas if schemas is not None else Schemas()
-        self.requests = self.schemas.request_definitions()
-        self.server_notifications = self.schemas.notification_definitions()
-        self.results = self.schemas.result_definitions()
-        self.pending: dict[Any, str] = {}  # request id -> method, from client lines
+    ``version`` forces one protocol revision's schema for every line (else each line's is
+    read from the traffic: the ``initialize`` exchange, a request's ``_meta``, the
+    ``MCP-Protocol-Version`` header). ``schemas`` is a 2026-07-28 ``Schemas`` to reuse.
+    """
+
+    def __init__(self, schemas: Schemas | None = None, *, version: str | None = None) -> None:
+        if version is not None and version not in VERSIONS:
+            raise ValueError(f"no schema for version {version!r}; one of {', '.join(VERSIONS)}")
+        self.forced = version
+        self._catalogs: dict[str, Catalog] = {}
+        if schemas is not None:
+            self._catalogs[SCHEMA_VERSION] = Catalog.of(SCHEMA_VERSION, schemas)
+        self.tasks = ExtensionCatalog.tasks(Schemas(load_extension_document()))
         self.lines = 0
+        self._pending: dict[tuple[Any, str, str], _InFlight] = {}
+        self._cancelled: set[tuple[str, str]] = set()  # (sender, id) of cancelled requests
+        self._negotiated: dict[Any, str] = {}
+        self._sessions: dict[Any, str] = {}  # conn -> the session id initialize gave it
+        self._exchanges: dict[Any, _Exchange] = {}
+        self._tokens: dict[str, int] = {}  # progress token -> requests in flight with it
+        self._lasting_tokens: set[str] = set()  # tokens of requests that became tasks
+        self._tools: dict[str, DeclaredTool] = {}
+        self._server_tasks = False  # a server/discover result declared the Tasks extension
+        self._client_tasks = False  # some request declared it
+
+    def catalog(self, version: str) -> Catalog:
+        found = self._catalogs.get(version)
+        if found is None:
+            found = self._catalogs[version] = Catalog.of(version)
+        return found
+
+    # ------------------------------------------------------------------ entry points
 
     def check(self, lines: Iterable[str]) -> Iterator[Finding]:
+        """Each finding of ``lines`` (numbered from 1; blank lines are skipped)."""
         for number, raw in enumerate(lines, start=1):
-            if not raw.strip():
-                continue
-            self.lines += 1
-            yield from self.check_line(number, raw)
+            if raw.strip():
+                yield from self.check_line(number, raw)
 
     def check_line(self, number: int, raw: str) -> Iterator[Finding]:
+        """The findings of one line of JSON (line ``number`` of the capture)."""
+        self.lines += 1
         try:
             value = json.loads(raw)
         except ValueError as exc:
-            yield Finding(number, "JSON", "", f"not JSON: {exc}")
+            yield Finding(number, "JSON", "", f"not JSON: {exc}", None, "json")
             return
-        direction, message = _unwrap(value)
+        yield from self._check(number, value)
+
+    def check_record(self, number: int, record: Mapping[str, Any]) -> Iterator[Finding]:
+        """The findings of one parsed line: a bare JSON-RPC message or a capture record."""
+        self.lines += 1
+        yield from self._check(number, record)
+
+    def _check(self, number: int, value: object) -> Iterator[Finding]:
+        record = read_record(value)
+        if isinstance(record, str):
+            yield Finding(number, "capture record", "", record, None, "capture")
+            return
+        out = _Out(number)
+        self._line(out, record)
+        yield from out.found
+
+    # ------------------------------------------------------------------ one line
+
+    def _line(self, out: _Out, record: Record) -> None:
+        message = record.message
+        out.direction = record.direction
+        if message is None:
+            if record.direction == SERVER and record.has_http:
+                self._empty_response(out, record)
+            return
         if not isinstance(message, dict):
-            yield Finding(number, "JSONRPCMessage", "", "a message must be a JSON object")
+            out.add("JSONRPCMessage", "", "a message must be a JSON object", "schema")
             return
-        direction = direction or _infer(message)
-        if direction == SERVER and "id" in message and "method" in message:
-            yield Finding(number, "ServerNotification", "/id", "servers must not send requests")
-            return
-        definition, instance = self._definition(direction, message)
-        for violation in self.schemas.violations(definition, instance):
-            pointer = violation.pointer if instance is message else "/result" + violation.pointer
-            yield Finding(number, definition, pointer, violation.message)
+        kind = _kind(message)
+        direction = record.direction or self._infer(message, kind)
+        out.direction = direction
+        if kind == "request":
+            self._request(out, record, message, direction)
+        elif kind == "notification":
+            self._notification(out, record, message, direction)
+        elif kind == "response":
+            self._response(out, record, message, direction)
+        else:
+            catalog = self.catalog(self._version(record, message))
+            self._schema(out, catalog.schemas, "JSONRPCMessage", message, "")
+            if record.exchange is not None and direction == CLIENT:
+                self._exchanges[record.exchange] = _Exchange("other", catalog, None)
 
-    def _definition(self, direction: str, message: Mapping[str, Any]) -> tuple[str, Any]:
+    def _infer(self, message: Mapping[str, Any], kind: str | None) -> str:
+        """The sender of a bare message: requests come from the client except those only a
+        server sends (sampling, elicitation, roots in the older era); a response answers the
+        side whose request with that id is in flight; notifications are the server's except
+        those only a client sends."""
+        legacy = self.catalog(_LEGACY)
         method = message.get("method")
-        if "id" in message and isinstance(method, str):  # a request
-            self.pending[message["id"]] = method
-            return self.requests.get(method, "JSONRPCRequest"), message
-        if isinstance(method, str):  # a notification
-            if direction == SERVER:
-                return self.server_notifications.get(method, "JSONRPCNotification"), message
-            return (
-                "ClientNotification"
-                if method == "notifications/cancelled"
-                else "JSONRPCNotification"
-            ), message
+        if kind == "request":
+            known = legacy.requests.get(method) if isinstance(method, str) else None
+            return SERVER if known is not None and known.senders == {SERVER} else CLIENT
+        if kind == "response":
+            ident = _key(message.get("id"))
+            ours = any(k[1] == SERVER and k[2] == ident for k in self._pending)
+            theirs = any(k[1] == CLIENT and k[2] == ident for k in self._pending)
+            return CLIENT if ours and not theirs else SERVER
+        if method == "notifications/cancelled":
+            return CLIENT
+        known = legacy.notifications.get(method) if isinstance(method, str) else None
+        return CLIENT if known is not None and known.senders == {CLIENT} else SERVER
+
+    # ------------------------------------------------------------------ versions and scopes
+
+    def _scopes(self, record: Record) -> list[Any]:
+        scopes: list[Any] = []
+        session = record.header(SESSION_HEADER)
+        if session is not None:
+            scopes.append(("session", session))
+        if record.conn is not None:
+            scopes.append(("conn", record.conn))
+        scopes.append(None)
+        return scopes
+
+    def _version(self, record: Record, message: Mapping[str, Any]) -> str:
+        """The revision a message is checked with (see the class docstring)."""
+        if self.forced is not None:
+            return self.forced
+        session = record.header(SESSION_HEADER)
+        if session is not None and ("session", session) in self._negotiated:
+            return self._negotiated[("session", session)]
+        header = schema_version(record.header("mcp-protocol-version"))
+        if header is not None:
+            return header
+        params = _params(message)
+        meta = params.get("_meta")
+        if isinstance(meta, dict):
+            found = schema_version(meta.get(META_PROTOCOL_VERSION))
+            if found is not None:
+                return found
+        if message.get("method") == "initialize":
+            found = schema_version(params.get("protocolVersion"))
+            return min(found or _LEGACY, _LEGACY)
+        for scope in self._scopes(record):
+            if scope in self._negotiated:
+                return self._negotiated[scope]
+        return SCHEMA_VERSION
+
+    # ------------------------------------------------------------------ requests
+
+    def _request(
+        self, out: _Out, record: Record, message: dict[str, Any], direction: str
+    ) -> None:
+        method: str = message["method"]
+        params = _params(message)
+        catalog = self.catalog(self._version(record, message))
+        tasks = _declares_tasks(params)
+        self._client_tasks = self._client_tasks or tasks
+        if record.exchange is not None and direction == CLIENT:
+            self._exchanges[record.exchange] = _Exchange(
+                "request", catalog, record.header(SESSION_HEADER)
+            )
+        if direction == SERVER and catalog.modern:
+            out.add(
+                "ServerNotification", "/id", "servers must not send requests in 2026-07-28",
+                "direction",
+            )
+            return
+        self._check_request_schema(out, catalog, message, method, direction, tasks)
+        if record.has_http and direction == CLIENT:
+            self._request_headers(out, record, message, catalog)
+        self._check_arguments(out, method, params)
+        self._start(out, record, message, direction, catalog, tasks)
+
+    def _check_request_schema(
+        self,
+        out: _Out,
+        catalog: Catalog,
+        message: dict[str, Any],
+        method: str,
+        direction: str,
+        tasks: bool,
+    ) -> None:
+        core = catalog.requests.get(method)
+        if core is not None:
+            if direction not in core.senders:
+                out.add(core.definition, "/method", f"{method} is not sent by the {direction}",
+                        "direction")
+            self._schema(out, catalog.schemas, core.definition, message, "")
+            return
+        extension = self.tasks.requests.get(method)
+        if extension is not None and catalog.modern and (tasks or self._server_tasks):
+            self._schema(out, self.tasks.schemas, extension.definition, message, "")
+            if catalog.schemas.has("RequestParams"):
+                self._schema(out, catalog.schemas, "RequestParams", _params(message), "/params")
+            return
+        if extension is not None and catalog.modern:
+            reason = (
+                f"{method} is a method of the Tasks extension, which neither this request's "
+                "capabilities nor the server declared"
+            )
+        else:
+            reason = f"no method {method!r} in {catalog.version} or a declared extension"
+        out.add("ClientRequest", "/method", reason, "unknown-method")
+        self._schema(out, catalog.schemas, "JSONRPCRequest", message, "")
+
+    def _request_headers(
+        self, out: _Out, record: Record, message: dict[str, Any], catalog: Catalog
+    ) -> None:
+        if catalog.modern:
+            for pointer, reason in http_rules.routing_headers(record, message):
+                out.add("HTTP header", pointer, reason, "header")
+            return
+        if message.get("method") == "initialize" or record.conn is None:
+            return
+        given = self._sessions.get(record.conn)
+        if given is not None and record.header(SESSION_HEADER) is None:
+            out.add(
+                "HTTP header", "",
+                f"the Mcp-Session-Id header is missing; the server gave session {given!r}",
+                "header",
+            )
+
+    def _check_arguments(self, out: _Out, method: str, params: dict[str, Any]) -> None:
+        if method != "tools/call" or "arguments" not in params:
+            return
+        tool = self._tools.get(params.get("name"))  # type: ignore[arg-type]
+        if tool is None:
+            return
+        for violation in tool.input_violations(params["arguments"]):
+            out.add("inputSchema", "/params/arguments" + violation.pointer, violation.message,
+                    "input-schema")
+
+    def _start(
+        self,
+        out: _Out,
+        record: Record,
+        message: dict[str, Any],
+        direction: str,
+        catalog: Catalog,
+        tasks: bool,
+    ) -> None:
+        ident = _key(message["id"])
+        scope = self._scopes(record)[0]
+        key = (scope, direction, ident)
+        if key in self._pending:
+            earlier = self._pending[key]
+            out.add(
+                "JSONRPCRequest", "/id",
+                f"id {message['id']!r} is still in flight (a {earlier.method} request)",
+                "id-reused",
+            )
+        params = _params(message)
+        meta = params.get("_meta")
+        token = meta.get("progressToken") if isinstance(meta, dict) else None
+        token_key = _key(token) if token is not None else None
+        if token_key is not None:
+            self._tokens[token_key] = self._tokens.get(token_key, 0) + 1
+        self._cancelled.discard((direction, ident))
+        self._pending[key] = _InFlight(
+            message["method"], catalog, direction, key, tasks, params, token_key, record.exchange
+        )
+
+    # ------------------------------------------------------------------ notifications
+
+    def _notification(
+        self, out: _Out, record: Record, message: dict[str, Any], direction: str
+    ) -> None:
+        method: str = message["method"]
+        catalog = self._notification_catalog(record, message, direction)
+        if record.exchange is not None and direction == CLIENT:
+            self._exchanges[record.exchange] = _Exchange(
+                "notification", catalog, record.header(SESSION_HEADER)
+            )
+        core = catalog.notifications.get(method)
+        extension = self.tasks.notifications.get(method)
+        if core is not None:
+            if direction not in core.senders:
+                out.add(core.definition, "/method", f"{method} is not sent by the {direction}",
+                        "direction")
+            self._schema(out, catalog.schemas, core.definition, message, "")
+        elif extension is not None and catalog.modern and (self._server_tasks or self._client_tasks):
+            self._schema(out, self.tasks.schemas, extension.definition, message, "")
+        else:
+            out.add("ServerNotification" if direction == SERVER else "ClientNotification",
+                    "/method", f"no notification {method!r} in {catalog.version} or a declared "
+                    "extension", "unknown-method")
+            self._schema(out, catalog.schemas, "JSONRPCNotification", message, "")
+        if record.has_http and direction == SERVER:
+            self._server_http(out, record, message, catalog)
+        params = _params(message)
+        if method == "notifications/progress" and "progressToken" in params:
+            token = _key(params["progressToken"])
+            if not self._tokens.get(token) and token not in self._lasting_tokens:
+                out.add(
+                    "ProgressNotification", "/params/progressToken",
+                    f"no request in flight sent progress token {params['progressToken']!r}",
+                    "progress-token",
+                )
+        elif method == "notifications/cancelled" and "requestId" in params:
+            self._cancel(record, direction, params["requestId"])
+
+    def _notification_catalog(
+        self, record: Record, message: Mapping[str, Any], direction: str
+    ) -> Catalog:
+        if self.forced is None and direction == SERVER and record.exchange in self._exchanges:
+            exchange = self._exchanges[record.exchange]
+            if exchange.catalog is not None:
+                return exchange.catalog
+        return self.catalog(self._version(record, message))
+
+    def _cancel(self, record: Record, direction: str, request_id: object) -> None:
+        ident = _key(request_id)
+        for scope in self._scopes(record):
+            pending = self._pending.get((scope, direction, ident))
+            if pending is not None:
+                self._finish(pending)
+                break
+        self._cancelled.add((direction, ident))
+
+    def _finish(self, pending: _InFlight) -> None:
+        self._pending.pop(pending.key, None)
+        if pending.token is not None:
+            left = self._tokens.get(pending.token, 0) - 1
+            if left > 0:
+                self._tokens[pending.token] = left
+            else:
+                self._tokens.pop(pending.token, None)
+
+    # ------------------------------------------------------------------ responses
+
+    def _match(self, record: Record, message: Mapping[str, Any], direction: str) -> _InFlight | None:
+        """The request a response answers: the one with its id from the other side, in the
+        same exchange, scope (session, connection) or, failing those, anywhere."""
+        ident = _key(message.get("id"))
+        sender = _OTHER[direction]
+        candidates = [p for k, p in self._pending.items() if k[1] == sender and k[2] == ident]
+        if not candidates:
+            return None
+        if record.exchange is not None:
+            for pending in candidates:
+                if pending.exchange == record.exchange:
+                    return pending
+        for scope in self._scopes(record):
+            for pending in candidates:
+                if pending.key[0] == scope:
+                    return pending
+        return candidates[0]
+
+    def _response(
+        self, out: _Out, record: Record, message: dict[str, Any], direction: str
+    ) -> None:
+        pending = self._match(record, message, direction)
+        if pending is not None:
+            self._finish(pending)
+            catalog = pending.catalog if self.forced is None else self.catalog(self.forced)
+            method: str | None = pending.method
+        else:
+            catalog = self.catalog(self._version(record, message))
+            header = record.header("mcp-method")
+            method = header
+            ident = message.get("id")
+            answered = (_OTHER[direction], _key(ident)) in self._cancelled
+            if not answered and not (ident is None and "error" in message):
+                out.add(
+                    "JSONRPCResponse", "/id", f"no request with id {ident!r} is in flight",
+                    "orphan-response",
+                )
+        if record.exchange is not None and direction == CLIENT:
+            self._exchanges[record.exchange] = _Exchange(
+                "response", catalog, record.header(SESSION_HEADER)
+            )
+        if record.has_http and direction == SERVER:
+            self._server_http(out, record, message, catalog)
         if "error" in message:
-            code = message["error"].get("code") if isinstance(message["error"], dict) else None
-            return error_definition(code), message
-        if "result" in message and isinstance(message["result"], dict):
-            request_method = self.pending.pop(message.get("id"), None)
-            result = message["result"]
-            if result.get("resultType") == "input_required":
-                return "InputRequiredResult", result
-            if result.get("resultType") == "complete" and request_method in self.results:
-                return self.results[request_method], result
-            return "JSONRPCResultResponse", message
-        return "JSONRPCMessage", message
+            error = message["error"]
+            code = error.get("code") if isinstance(error, dict) else None
+            self._schema(out, catalog.schemas, catalog.error_envelope(code), message, "")
+            return
+        self._schema(out, catalog.schemas, catalog.result_envelope, message, "")
+        result = message.get("result")
+        if isinstance(result, dict):
+            self._result(out, record, catalog, method, pending, result)
+
+    def _result(
+        self,
+        out: _Out,
+        record: Record,
+        catalog: Catalog,
+        method: str | None,
+        pending: _InFlight | None,
+        result: dict[str, Any],
+    ) -> None:
+        tasks_in_use = pending.tasks if pending is not None else self._server_tasks
+        kind = result.get("resultType")
+        typed = self._typed_result(catalog, method, tasks_in_use)
+        became_task = False
+        if not catalog.modern:
+            if (
+                method == "tools/call"
+                and "task" in result
+                and pending is not None
+                and isinstance(pending.params.get("task"), dict)
+                and catalog.schemas.has("CreateTaskResult")
+            ):
+                typed, became_task = (catalog.schemas, "CreateTaskResult"), True
+        elif kind == "input_required":
+            typed = (catalog.schemas, "InputRequiredResult")
+        elif isinstance(kind, str) and kind != "complete":
+            extension = self.tasks.result_types.get(kind)
+            if extension is not None and tasks_in_use:
+                if method not in (None, "tools/call"):
+                    out.add(extension, "/result/resultType",
+                            f"resultType {kind!r} answers only tools/call, not {method}",
+                            "result-type")
+                typed, became_task = (self.tasks.schemas, extension), True
+            else:
+                why = (
+                    "defined by the Tasks extension, which this request did not declare"
+                    if extension is not None
+                    else "neither complete, input_required, nor defined by a declared extension"
+                )
+                out.add(typed[1] if typed else "Result", "/result/resultType",
+                        f"resultType {kind!r} is {why}", "result-type")
+        if typed is not None:
+            self._schema(out, typed[0], typed[1], result, "/result")
+        if pending is not None and became_task and pending.token is not None:
+            self._lasting_tokens.add(pending.token)
+        if kind not in (None, "complete") and catalog.modern:
+            return
+        self._learn(out, record, method, pending, result)
+
+    def _typed_result(
+        self, catalog: Catalog, method: str | None, tasks_in_use: bool
+    ) -> tuple[Schemas, str] | None:
+        if method is None:
+            return None
+        core = catalog.requests.get(method)
+        if core is not None and core.result is not None:
+            return catalog.schemas, core.result
+        extension = self.tasks.requests.get(method)
+        if extension is not None and extension.result is not None and catalog.modern:
+            return self.tasks.schemas, extension.result
+        return None
+
+    def _learn(
+        self,
+        out: _Out,
+        record: Record,
+        method: str | None,
+        pending: _InFlight | None,
+        result: dict[str, Any],
+    ) -> None:
+        """What a complete result tells about later lines: the negotiated version, the
+        declared tools and extensions; and a tool result against its ``outputSchema``."""
+        if method == "initialize":
+            version = schema_version(result.get("protocolVersion"))
+            if version is not None:
+                scopes = self._scopes(record)
+                if pending is not None:
+                    scopes.append(pending.key[0])
+                for scope in scopes:
+                    self._negotiated[scope] = min(version, _LEGACY)
+                session = record.header(SESSION_HEADER)
+                if session is not None and record.conn is not None:
+                    self._sessions[record.conn] = session
+        elif method == "server/discover":
+            capabilities = result.get("capabilities")
+            extensions = capabilities.get("extensions") if isinstance(capabilities, dict) else None
+            if isinstance(extensions, dict) and TASKS_EXTENSION in extensions:
+                self._server_tasks = True
+        elif method == "tools/list":
+            for pointer, reason in declare(result.get("tools"), self._tools):
+                out.add("Tool", "/result" + pointer, reason, "tool-schema")
+        elif method == "tools/call" and pending is not None:
+            self._check_output(out, pending, result)
+
+    def _check_output(self, out: _Out, pending: _InFlight, result: dict[str, Any]) -> None:
+        tool = self._tools.get(pending.params.get("name"))  # type: ignore[arg-type]
+        if tool is None or tool.output_schema is None or result.get("isError") is True:
+            return
+        if "structuredContent" not in result:
+            out.add("outputSchema", "/result",
+                    f"tool {tool.name!r} declares an outputSchema but the result has no "
+                    "structuredContent", "output-schema")
+            return
+        for violation in tool.output_violations(result["structuredContent"]):
+            out.add("outputSchema", "/result/structuredContent" + violation.pointer,
+                    violation.message, "output-schema")
+
+    # ------------------------------------------------------------------ HTTP
+
+    def _server_http(
+        self, out: _Out, record: Record, message: Mapping[str, Any], catalog: Catalog
+    ) -> None:
+        for pointer, reason in http_rules.content_type(record):
+            out.add("HTTP header", pointer, reason, "header")
+        for pointer, reason in http_rules.status_of_message(record, message, catalog.modern):
+            out.add("HTTP status", pointer, reason, "http-status")
+        exchange = self._exchanges.get(record.exchange) if record.exchange is not None else None
+        session = record.header(SESSION_HEADER)
+        if exchange is not None and exchange.session is not None and session is not None:
+            if session != exchange.session:
+                out.add("HTTP header", "",
+                        f"the Mcp-Session-Id header {session!r} answers a request of session "
+                        f"{exchange.session!r}", "header")
+
+    def _empty_response(self, out: _Out, record: Record) -> None:
+        exchange = self._exchanges.get(record.exchange) if record.exchange is not None else None
+        answered = exchange.kind if exchange is not None else None
+        if answered == "other":
+            answered = None
+        for pointer, reason in http_rules.status_without_message(record, answered):
+            out.add("HTTP status", pointer, reason, "http-status")
+
+    # ------------------------------------------------------------------ schema
+
+    def _schema(
+        self, out: _Out, schemas: Schemas, definition: str, instance: object, prefix: str
+    ) -> None:
+        for violation in schemas.violations(definition, instance):
+            out.add(definition, prefix + violation.pointer, violation.message, "schema")
 
 
-def _unwrap(value: object) -> tuple[str | None, object]:
-    if (
-        isinstance(value, dict)
-        and "message" in value
-        and value.get("direction") in (CLIENT, SERVER)
-    ):
-        return value["direction"], value["message"]
-    return None, value
-
-
-def _infer(message: Mapping[str, Any]) -> str:
-    """Requests come from clients (servers never send them); responses from servers."""
-    if "result" in message or "error" in message:
-        return SERVER
-    if "id" in message:
-        return CLIENT
-    method = message.get("method")
-    return CLIENT if method == "notifications/cancelled" else SERVER
+def check_capture(lines: Iterable[str], *, version: str | None = None) -> list[Finding]:
+    """Every finding of a whole capture (JSON lines), in line order."""
+    return list(CaptureChecker(version=version).check(lines))

@@ -10,7 +10,7 @@ against; see the README). Nothing here knows about methods: callers name the ``$
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any, final
@@ -52,6 +52,17 @@ class Violation:
         return f"{self.definition} at {self.pointer or '/'}: {self.message}"
 
 
+#: The Tasks extension's (SEP-2663) schema, as its maintainers publish it (schema/README.md).
+TASKS_EXTENSION_SCHEMA = "extensions/tasks"
+
+
+def load_extension_document(name: str = TASKS_EXTENSION_SCHEMA) -> dict[str, Any]:
+    """A vendored extension schema (``extensions/tasks``), as published."""
+    path = resources.files("presa_trio") / "schema" / name / "schema.json"
+    document: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return document
+
+
 def load_document(version: str = SCHEMA_VERSION) -> dict[str, Any]:
     """The vendored schema of ``version``, with its published errata applied."""
     path = resources.files("presa_trio") / "schema" / version / "schema.json"
@@ -80,17 +91,152 @@ def _pointer(path: Iterator[object] | list[object]) -> str:
     return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in path)
 
 
+#: The members a union's branches are told apart by: a ``const`` (or ``enum``) on one of these
+#: names in each branch (content ``type``, elicitation ``action``, request ``method``, result
+#: ``resultType``, task ``status``).
+DISCRIMINATORS = ("type", "action", "method", "resultType", "status")
+_NAMED_VALUE = ("Constant", "Enum")
+
+
+def _kind(error: Any) -> str:
+    return type(error.kind).__name__
+
+
+def _leaves(error: Any) -> Iterator[tuple[list[object], str]]:
+    """The reasons behind one error, down to the leaves: an instance that fails a union
+    (``anyOf``/``oneOf``) is reported through the branch its discriminator picks, so
+    ``content[0].text = 3`` reads "3 is not of type string" at ``/content/0/text`` rather than
+    "not valid under any of the schemas" at ``/content/0``."""
+    path = list(error.instance_path)
+    branches = getattr(error.kind, "context", None) if _kind(error) in _UNIONS else None
+    if branches:
+        branches = [list(branch) for branch in branches]
+        instance = error.instance
+        if isinstance(instance, dict):
+            chosen = _branch_by_discriminator(path, instance, branches)
+            if isinstance(chosen, tuple):
+                yield chosen
+                return
+            if chosen is not None:
+                for inner in chosen:
+                    yield from _leaves(inner)
+                return
+        else:
+            expected = _expected_values(path, branches)
+            if expected:
+                yield path, f"{_json(instance)} is not one of {', '.join(expected)}"
+                return
+    yield path, error.message
+
+
+_UNIONS = ("AnyOf", "OneOfNotValid")
+
+
+def _branch_by_discriminator(
+    path: list[object], instance: dict[str, Any], branches: list[list[Any]]
+) -> list[Any] | tuple[list[object], str] | None:
+    """The branch whose discriminators the instance satisfies (the one with fewest errors if
+    several do); or, when every branch names another value for the same discriminator, one
+    reason at that member; None when no discriminator decides (the union's own message)."""
+    depth = len(path) + 1
+    present = [key for key in DISCRIMINATORS if key in instance]
+    if not present:
+        return None
+
+    def refused(branch: list[Any]) -> str | None:
+        for inner in branch:
+            inner_path = list(inner.instance_path)
+            if len(inner_path) == depth and inner_path[-1] in present:
+                if _kind(inner) in _NAMED_VALUE:
+                    return str(inner_path[-1])
+        return None
+
+    matching = [branch for branch in branches if refused(branch) is None]
+    if matching:
+        return min(matching, key=len)
+    keys = {refused(branch) for branch in branches}
+    if len(keys) == 1:
+        (key,) = keys
+        assert key is not None
+        expected = _expected_values([*path, key], branches)
+        if expected:
+            value = _json(instance[key])
+            return [*path, key], f"{value} is not one of {', '.join(expected)}"
+    return None
+
+
+def _expected_values(path: list[object], branches: list[list[Any]]) -> list[str]:
+    """Each branch's allowed value at ``path``, when every branch refuses the value there
+    for naming another one; else empty."""
+    expected: list[str] = []
+    for branch in branches:
+        named = [
+            inner
+            for inner in branch
+            if list(inner.instance_path) == path and _kind(inner) in _NAMED_VALUE
+        ]
+        if not named:
+            return []
+        for inner in named:
+            values = getattr(inner.kind, "expected_value", None)
+            if values is None:
+                values = getattr(inner.kind, "options", None)
+            text = _json(values) if values is not None else inner.message
+            if text not in expected:
+                expected.append(text)
+    return expected
+
+
+def _json(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _no_retrieval(uri: str) -> Any:
+    raise ValueError(f"{uri}: presa_trio resolves no remote schema (no I/O while validating)")
+
+
 class _Compiled:
     """One ``$def`` compiled by ``jsonschema-rs``: a fast yes/no and, on no, the reasons."""
 
     __slots__ = ("errors", "is_valid")
 
     def __init__(self, schema: dict[str, Any]) -> None:
-        validator = jsonschema_rs.validator_for(schema, validate_formats=True)
+        validator = jsonschema_rs.validator_for(
+            schema, validate_formats=True, retriever=_no_retrieval
+        )
         self.is_valid: Callable[[Any], bool] = validator.is_valid
-        self.errors: Callable[[Any], list[tuple[list[object], str]]] = lambda instance: [
-            (list(e.instance_path), e.message) for e in validator.iter_errors(instance)
-        ]
+        self.errors: Callable[[Any], list[tuple[list[object], str]]] = lambda instance: _unique(
+            leaf for error in validator.iter_errors(instance) for leaf in _leaves(error)
+        )
+
+
+def compile_schema(schema: Mapping[str, Any]) -> _Compiled:
+    """A validator for a schema found in traffic (a tool's ``inputSchema`` or
+    ``outputSchema``); raises ``ValueError`` when it cannot be compiled."""
+    try:
+        return _Compiled(dict(schema))
+    except (ValueError, jsonschema_rs.ValidationError, TypeError) as exc:
+        raise ValueError(str(exc)) from None
+
+
+def _unique(
+    leaves: Iterable[tuple[list[object], str]],
+) -> list[tuple[list[object], str]]:
+    seen: set[tuple[str, str]] = set()
+    found = []
+    for path, message in leaves:
+        key = (_pointer(path), message)
+        if key not in seen:
+            seen.add(key)
+            found.append((path, message))
+    return found
+
+
+def violations_of(compiled: _Compiled, instance: object, definition: str) -> list[Violation]:
+    """``compiled``'s reasons to refuse ``instance``, named ``definition``; empty if valid."""
+    if compiled.is_valid(instance):
+        return []
+    return [Violation(definition, _pointer(p), m) for p, m in compiled.errors(instance)]
 
 
 @final
@@ -122,13 +268,10 @@ class Schemas:
         return self._get(definition).is_valid(instance)
 
     def violations(self, definition: str, instance: object) -> list[Violation]:
-        compiled = self._get(definition)
-        if compiled.is_valid(instance):
-            return []
-        return [
-            Violation(definition, _pointer(path), message)
-            for path, message in compiled.errors(instance)
-        ]
+        return violations_of(self._get(definition), instance, definition)
+
+    def has(self, definition: str) -> bool:
+        return definition in self.definitions
 
     def request_definitions(self) -> dict[str, str]:
         """Map each core client request method to its request ``$def``."""

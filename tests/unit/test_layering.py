@@ -29,7 +29,7 @@ RINGS = [
     ["presa_trio._asgi_driver"],
     ["presa_trio._session_client"],
     ["presa_trio._client"],
-    ["presa_trio", "presa_trio.testing"],
+    ["presa_trio", "presa_trio.testing", "presa_trio.validation"],
     ["presa_trio.ext"],
     # The command line is the outermost edge: its commands may use extensions (tasks).
     ["presa_trio._cli", "presa_trio._cli_client", "presa_trio.__main__"],
@@ -52,6 +52,11 @@ PURE = [
     "presa_trio._handlers.convert",
     "presa_trio._handlers.results",
     "presa_trio._protocol.capture",
+    "presa_trio._protocol.capture_records",
+    "presa_trio._protocol.catalog",
+    "presa_trio._protocol.declared_tools",
+    "presa_trio._protocol.findings",
+    "presa_trio._protocol.http_rules",
     "presa_trio.ext.tasks._states",
     "presa_trio.ext.tasks._wire",
     "presa_trio.auth._challenge",
@@ -69,6 +74,7 @@ PUBLIC = {
     "presa_trio.mrtr",
     "presa_trio.content",
     "presa_trio.testing",
+    "presa_trio.validation",
     "presa_trio.auth",
 }
 
