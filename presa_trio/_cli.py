@@ -54,6 +54,7 @@ them all within --shutdown-timeout at SIGTERM/SIGINT, and exits non-zero if it g
 workers share their state through --store (SQLite or PostgreSQL).
 """
 
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="presa-trio",

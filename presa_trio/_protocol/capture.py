@@ -12,51 +12,21 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
 from typing import Any, final
 
 from . import http_rules
 from .capture_records import CLIENT, SERVER, Record, read_record
-from .catalog import (
-    TASKS_EXTENSION,
-    VERSIONS,
-    Catalog,
-    ExtensionCatalog,
-    schema_version,
-)
-from .declared_tools import DeclaredTool, declare
+from .catalog import TASKS_EXTENSION, VERSIONS, Catalog, ExtensionCatalog, schema_version
+from .declared_tools import declare
 from .dialect import META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION
 from .era import SESSION_HEADER
 from .findings import Finding
 from .schema import SCHEMA_VERSION, Schemas, load_extension_document
+from .traffic import OTHER, InFlight, Traffic
 
 __all__ = ["CaptureChecker", "Finding", "check_capture"]
 
 _LEGACY = VERSIONS[1]  # the newest revision with ``initialize``
-_OTHER = {CLIENT: SERVER, SERVER: CLIENT}
-
-
-@dataclass(slots=True)
-class _InFlight:
-    """A request seen and not yet answered."""
-
-    method: str
-    catalog: Catalog
-    sender: str
-    key: tuple[Any, str, str]
-    tasks: bool  # its ``_meta`` client capabilities declare the Tasks extension
-    params: dict[str, Any]
-    token: str | None  # its progress token, as a key
-    exchange: Any
-
-
-@dataclass(slots=True)
-class _Exchange:
-    """What the client sent in one HTTP exchange."""
-
-    kind: str  # "request" | "notification" | "response" | "other"
-    catalog: Catalog | None
-    session: str | None
 
 
 class _Out:
@@ -75,10 +45,6 @@ class _Out:
             return
         self.seen.add((pointer, message))
         self.found.append(Finding(self.number, definition, pointer, message, self.direction, rule))
-
-
-def _key(value: object) -> str:
-    return json.dumps(value, sort_keys=True)
 
 
 def _kind(message: Mapping[str, Any]) -> str | None:
@@ -119,16 +85,7 @@ class CaptureChecker:
             self._catalogs[SCHEMA_VERSION] = Catalog.of(SCHEMA_VERSION, schemas)
         self.tasks = ExtensionCatalog.tasks(Schemas(load_extension_document()))
         self.lines = 0
-        self._pending: dict[tuple[Any, str, str], _InFlight] = {}
-        self._cancelled: set[tuple[str, str]] = set()  # (sender, id) of cancelled requests
-        self._negotiated: dict[Any, str] = {}
-        self._sessions: dict[Any, str] = {}  # conn -> the session id initialize gave it
-        self._exchanges: dict[Any, _Exchange] = {}
-        self._tokens: dict[str, int] = {}  # progress token -> requests in flight with it
-        self._lasting_tokens: set[str] = set()  # tokens of requests that became tasks
-        self._tools: dict[str, DeclaredTool] = {}
-        self._server_tasks = False  # a server/discover result declared the Tasks extension
-        self._client_tasks = False  # some request declared it
+        self.traffic = Traffic()
 
     def catalog(self, version: str) -> Catalog:
         found = self._catalogs.get(version)
@@ -192,8 +149,8 @@ class CaptureChecker:
         else:
             catalog = self.catalog(self._version(record, message))
             self._schema(out, catalog.schemas, "JSONRPCMessage", message, "")
-            if record.exchange is not None and direction == CLIENT:
-                self._exchanges[record.exchange] = _Exchange("other", catalog, None)
+            if direction == CLIENT:
+                self.traffic.note_exchange(record, "other", catalog)
 
     def _infer(self, message: Mapping[str, Any], kind: str | None) -> str:
         """The sender of a bare message: requests come from the client except those only a
@@ -206,9 +163,8 @@ class CaptureChecker:
             known = legacy.requests.get(method) if isinstance(method, str) else None
             return SERVER if known is not None and known.senders == {SERVER} else CLIENT
         if kind == "response":
-            ident = _key(message.get("id"))
-            ours = any(k[1] == SERVER and k[2] == ident for k in self._pending)
-            theirs = any(k[1] == CLIENT and k[2] == ident for k in self._pending)
+            ours = self.traffic.in_flight_from(SERVER, message.get("id"))
+            theirs = self.traffic.in_flight_from(CLIENT, message.get("id"))
             return CLIENT if ours and not theirs else SERVER
         if method == "notifications/cancelled":
             return CLIENT
@@ -217,23 +173,13 @@ class CaptureChecker:
 
     # ------------------------------------------------------------------ versions and scopes
 
-    def _scopes(self, record: Record) -> list[Any]:
-        scopes: list[Any] = []
-        session = record.header(SESSION_HEADER)
-        if session is not None:
-            scopes.append(("session", session))
-        if record.conn is not None:
-            scopes.append(("conn", record.conn))
-        scopes.append(None)
-        return scopes
-
     def _version(self, record: Record, message: Mapping[str, Any]) -> str:
         """The revision a message is checked with (see the class docstring)."""
         if self.forced is not None:
             return self.forced
-        session = record.header(SESSION_HEADER)
-        if session is not None and ("session", session) in self._negotiated:
-            return self._negotiated[("session", session)]
+        negotiated = self.traffic.session_version(record)
+        if negotiated is not None:
+            return negotiated
         header = schema_version(record.header("mcp-protocol-version"))
         if header is not None:
             return header
@@ -246,28 +192,23 @@ class CaptureChecker:
         if message.get("method") == "initialize":
             found = schema_version(params.get("protocolVersion"))
             return min(found or _LEGACY, _LEGACY)
-        for scope in self._scopes(record):
-            if scope in self._negotiated:
-                return self._negotiated[scope]
-        return SCHEMA_VERSION
+        return self.traffic.scope_version(record) or SCHEMA_VERSION
 
     # ------------------------------------------------------------------ requests
 
-    def _request(
-        self, out: _Out, record: Record, message: dict[str, Any], direction: str
-    ) -> None:
+    def _request(self, out: _Out, record: Record, message: dict[str, Any], direction: str) -> None:
         method: str = message["method"]
         params = _params(message)
         catalog = self.catalog(self._version(record, message))
         tasks = _declares_tasks(params)
-        self._client_tasks = self._client_tasks or tasks
-        if record.exchange is not None and direction == CLIENT:
-            self._exchanges[record.exchange] = _Exchange(
-                "request", catalog, record.header(SESSION_HEADER)
-            )
+        self.traffic.client_tasks = self.traffic.client_tasks or tasks
+        if direction == CLIENT:
+            self.traffic.note_exchange(record, "request", catalog)
         if direction == SERVER and catalog.modern:
             out.add(
-                "ServerNotification", "/id", "servers must not send requests in 2026-07-28",
+                "ServerNotification",
+                "/id",
+                "servers must not send requests in 2026-07-28",
                 "direction",
             )
             return
@@ -289,12 +230,16 @@ class CaptureChecker:
         core = catalog.requests.get(method)
         if core is not None:
             if direction not in core.senders:
-                out.add(core.definition, "/method", f"{method} is not sent by the {direction}",
-                        "direction")
+                out.add(
+                    core.definition,
+                    "/method",
+                    f"{method} is not sent by the {direction}",
+                    "direction",
+                )
             self._schema(out, catalog.schemas, core.definition, message, "")
             return
         extension = self.tasks.requests.get(method)
-        if extension is not None and catalog.modern and (tasks or self._server_tasks):
+        if extension is not None and catalog.modern and (tasks or self.traffic.server_tasks):
             self._schema(out, self.tasks.schemas, extension.definition, message, "")
             if catalog.schemas.has("RequestParams"):
                 self._schema(out, catalog.schemas, "RequestParams", _params(message), "/params")
@@ -318,10 +263,11 @@ class CaptureChecker:
             return
         if message.get("method") == "initialize" or record.conn is None:
             return
-        given = self._sessions.get(record.conn)
+        given = self.traffic.sessions.get(record.conn)
         if given is not None and record.header(SESSION_HEADER) is None:
             out.add(
-                "HTTP header", "",
+                "HTTP header",
+                "",
                 f"the Mcp-Session-Id header is missing; the server gave session {given!r}",
                 "header",
             )
@@ -329,12 +275,16 @@ class CaptureChecker:
     def _check_arguments(self, out: _Out, method: str, params: dict[str, Any]) -> None:
         if method != "tools/call" or "arguments" not in params:
             return
-        tool = self._tools.get(params.get("name"))  # type: ignore[arg-type]
+        tool = self.traffic.tools.get(params.get("name"))  # type: ignore[arg-type]
         if tool is None:
             return
         for violation in tool.input_violations(params["arguments"]):
-            out.add("inputSchema", "/params/arguments" + violation.pointer, violation.message,
-                    "input-schema")
+            out.add(
+                "inputSchema",
+                "/params/arguments" + violation.pointer,
+                violation.message,
+                "input-schema",
+            )
 
     def _start(
         self,
@@ -345,26 +295,14 @@ class CaptureChecker:
         catalog: Catalog,
         tasks: bool,
     ) -> None:
-        ident = _key(message["id"])
-        scope = self._scopes(record)[0]
-        key = (scope, direction, ident)
-        if key in self._pending:
-            earlier = self._pending[key]
+        earlier = self.traffic.start(record, message, direction, catalog, tasks, _params(message))
+        if earlier is not None:
             out.add(
-                "JSONRPCRequest", "/id",
+                "JSONRPCRequest",
+                "/id",
                 f"id {message['id']!r} is still in flight (a {earlier.method} request)",
                 "id-reused",
             )
-        params = _params(message)
-        meta = params.get("_meta")
-        token = meta.get("progressToken") if isinstance(meta, dict) else None
-        token_key = _key(token) if token is not None else None
-        if token_key is not None:
-            self._tokens[token_key] = self._tokens.get(token_key, 0) + 1
-        self._cancelled.discard((direction, ident))
-        self._pending[key] = _InFlight(
-            message["method"], catalog, direction, key, tasks, params, token_key, record.exchange
-        )
 
     # ------------------------------------------------------------------ notifications
 
@@ -373,91 +311,61 @@ class CaptureChecker:
     ) -> None:
         method: str = message["method"]
         catalog = self._notification_catalog(record, message, direction)
-        if record.exchange is not None and direction == CLIENT:
-            self._exchanges[record.exchange] = _Exchange(
-                "notification", catalog, record.header(SESSION_HEADER)
-            )
+        if direction == CLIENT:
+            self.traffic.note_exchange(record, "notification", catalog)
         core = catalog.notifications.get(method)
         extension = self.tasks.notifications.get(method)
         if core is not None:
             if direction not in core.senders:
-                out.add(core.definition, "/method", f"{method} is not sent by the {direction}",
-                        "direction")
+                out.add(
+                    core.definition,
+                    "/method",
+                    f"{method} is not sent by the {direction}",
+                    "direction",
+                )
             self._schema(out, catalog.schemas, core.definition, message, "")
-        elif extension is not None and catalog.modern and (self._server_tasks or self._client_tasks):
+        elif (
+            extension is not None
+            and catalog.modern
+            and (self.traffic.server_tasks or self.traffic.client_tasks)
+        ):
             self._schema(out, self.tasks.schemas, extension.definition, message, "")
         else:
-            out.add("ServerNotification" if direction == SERVER else "ClientNotification",
-                    "/method", f"no notification {method!r} in {catalog.version} or a declared "
-                    "extension", "unknown-method")
+            out.add(
+                "ServerNotification" if direction == SERVER else "ClientNotification",
+                "/method",
+                f"no notification {method!r} in {catalog.version} or a declared extension",
+                "unknown-method",
+            )
             self._schema(out, catalog.schemas, "JSONRPCNotification", message, "")
         if record.has_http and direction == SERVER:
             self._server_http(out, record, message, catalog)
         params = _params(message)
         if method == "notifications/progress" and "progressToken" in params:
-            token = _key(params["progressToken"])
-            if not self._tokens.get(token) and token not in self._lasting_tokens:
+            if not self.traffic.token_live(params["progressToken"]):
                 out.add(
-                    "ProgressNotification", "/params/progressToken",
+                    "ProgressNotification",
+                    "/params/progressToken",
                     f"no request in flight sent progress token {params['progressToken']!r}",
                     "progress-token",
                 )
         elif method == "notifications/cancelled" and "requestId" in params:
-            self._cancel(record, direction, params["requestId"])
+            self.traffic.cancel(record, direction, params["requestId"])
 
     def _notification_catalog(
         self, record: Record, message: Mapping[str, Any], direction: str
     ) -> Catalog:
-        if self.forced is None and direction == SERVER and record.exchange in self._exchanges:
-            exchange = self._exchanges[record.exchange]
-            if exchange.catalog is not None:
-                return exchange.catalog
+        exchange = self.traffic.exchange(record)
+        if self.forced is None and direction == SERVER and exchange is not None:
+            return exchange.catalog
         return self.catalog(self._version(record, message))
-
-    def _cancel(self, record: Record, direction: str, request_id: object) -> None:
-        ident = _key(request_id)
-        for scope in self._scopes(record):
-            pending = self._pending.get((scope, direction, ident))
-            if pending is not None:
-                self._finish(pending)
-                break
-        self._cancelled.add((direction, ident))
-
-    def _finish(self, pending: _InFlight) -> None:
-        self._pending.pop(pending.key, None)
-        if pending.token is not None:
-            left = self._tokens.get(pending.token, 0) - 1
-            if left > 0:
-                self._tokens[pending.token] = left
-            else:
-                self._tokens.pop(pending.token, None)
 
     # ------------------------------------------------------------------ responses
 
-    def _match(self, record: Record, message: Mapping[str, Any], direction: str) -> _InFlight | None:
-        """The request a response answers: the one with its id from the other side, in the
-        same exchange, scope (session, connection) or, failing those, anywhere."""
-        ident = _key(message.get("id"))
-        sender = _OTHER[direction]
-        candidates = [p for k, p in self._pending.items() if k[1] == sender and k[2] == ident]
-        if not candidates:
-            return None
-        if record.exchange is not None:
-            for pending in candidates:
-                if pending.exchange == record.exchange:
-                    return pending
-        for scope in self._scopes(record):
-            for pending in candidates:
-                if pending.key[0] == scope:
-                    return pending
-        return candidates[0]
-
-    def _response(
-        self, out: _Out, record: Record, message: dict[str, Any], direction: str
-    ) -> None:
-        pending = self._match(record, message, direction)
+    def _response(self, out: _Out, record: Record, message: dict[str, Any], direction: str) -> None:
+        pending = self.traffic.match(record, message, direction)
         if pending is not None:
-            self._finish(pending)
+            self.traffic.finish(pending)
             catalog = pending.catalog if self.forced is None else self.catalog(self.forced)
             method: str | None = pending.method
         else:
@@ -465,16 +373,16 @@ class CaptureChecker:
             header = record.header("mcp-method")
             method = header
             ident = message.get("id")
-            answered = (_OTHER[direction], _key(ident)) in self._cancelled
-            if not answered and not (ident is None and "error" in message):
+            cancelled = self.traffic.was_cancelled(OTHER[direction], ident)
+            if not cancelled and not (ident is None and "error" in message):
                 out.add(
-                    "JSONRPCResponse", "/id", f"no request with id {ident!r} is in flight",
+                    "JSONRPCResponse",
+                    "/id",
+                    f"no request with id {ident!r} is in flight",
                     "orphan-response",
                 )
-        if record.exchange is not None and direction == CLIENT:
-            self._exchanges[record.exchange] = _Exchange(
-                "response", catalog, record.header(SESSION_HEADER)
-            )
+        if direction == CLIENT:
+            self.traffic.note_exchange(record, "response", catalog)
         if record.has_http and direction == SERVER:
             self._server_http(out, record, message, catalog)
         if "error" in message:
@@ -493,10 +401,10 @@ class CaptureChecker:
         record: Record,
         catalog: Catalog,
         method: str | None,
-        pending: _InFlight | None,
+        pending: InFlight | None,
         result: dict[str, Any],
     ) -> None:
-        tasks_in_use = pending.tasks if pending is not None else self._server_tasks
+        tasks_in_use = pending.tasks if pending is not None else self.traffic.server_tasks
         kind = result.get("resultType")
         typed = self._typed_result(catalog, method, tasks_in_use)
         became_task = False
@@ -515,9 +423,12 @@ class CaptureChecker:
             extension = self.tasks.result_types.get(kind)
             if extension is not None and tasks_in_use:
                 if method not in (None, "tools/call"):
-                    out.add(extension, "/result/resultType",
-                            f"resultType {kind!r} answers only tools/call, not {method}",
-                            "result-type")
+                    out.add(
+                        extension,
+                        "/result/resultType",
+                        f"resultType {kind!r} answers only tools/call, not {method}",
+                        "result-type",
+                    )
                 typed, became_task = (self.tasks.schemas, extension), True
             else:
                 why = (
@@ -525,12 +436,16 @@ class CaptureChecker:
                     if extension is not None
                     else "neither complete, input_required, nor defined by a declared extension"
                 )
-                out.add(typed[1] if typed else "Result", "/result/resultType",
-                        f"resultType {kind!r} is {why}", "result-type")
+                out.add(
+                    typed[1] if typed else "Result",
+                    "/result/resultType",
+                    f"resultType {kind!r} is {why}",
+                    "result-type",
+                )
         if typed is not None:
             self._schema(out, typed[0], typed[1], result, "/result")
-        if pending is not None and became_task and pending.token is not None:
-            self._lasting_tokens.add(pending.token)
+        if pending is not None and became_task:
+            self.traffic.keep_token(pending)
         if kind not in (None, "complete") and catalog.modern:
             return
         self._learn(out, record, method, pending, result)
@@ -553,7 +468,7 @@ class CaptureChecker:
         out: _Out,
         record: Record,
         method: str | None,
-        pending: _InFlight | None,
+        pending: InFlight | None,
         result: dict[str, Any],
     ) -> None:
         """What a complete result tells about later lines: the negotiated version, the
@@ -561,37 +476,38 @@ class CaptureChecker:
         if method == "initialize":
             version = schema_version(result.get("protocolVersion"))
             if version is not None:
-                scopes = self._scopes(record)
-                if pending is not None:
-                    scopes.append(pending.key[0])
-                for scope in scopes:
-                    self._negotiated[scope] = min(version, _LEGACY)
-                session = record.header(SESSION_HEADER)
-                if session is not None and record.conn is not None:
-                    self._sessions[record.conn] = session
+                self.traffic.negotiate(record, pending, min(version, _LEGACY))
         elif method == "server/discover":
             capabilities = result.get("capabilities")
             extensions = capabilities.get("extensions") if isinstance(capabilities, dict) else None
             if isinstance(extensions, dict) and TASKS_EXTENSION in extensions:
-                self._server_tasks = True
+                self.traffic.server_tasks = True
         elif method == "tools/list":
-            for pointer, reason in declare(result.get("tools"), self._tools):
+            for pointer, reason in declare(result.get("tools"), self.traffic.tools):
                 out.add("Tool", "/result" + pointer, reason, "tool-schema")
         elif method == "tools/call" and pending is not None:
             self._check_output(out, pending, result)
 
-    def _check_output(self, out: _Out, pending: _InFlight, result: dict[str, Any]) -> None:
-        tool = self._tools.get(pending.params.get("name"))  # type: ignore[arg-type]
+    def _check_output(self, out: _Out, pending: InFlight, result: dict[str, Any]) -> None:
+        tool = self.traffic.tools.get(pending.params.get("name"))  # type: ignore[arg-type]
         if tool is None or tool.output_schema is None or result.get("isError") is True:
             return
         if "structuredContent" not in result:
-            out.add("outputSchema", "/result",
-                    f"tool {tool.name!r} declares an outputSchema but the result has no "
-                    "structuredContent", "output-schema")
+            out.add(
+                "outputSchema",
+                "/result",
+                f"tool {tool.name!r} declares an outputSchema but the result has no "
+                "structuredContent",
+                "output-schema",
+            )
             return
         for violation in tool.output_violations(result["structuredContent"]):
-            out.add("outputSchema", "/result/structuredContent" + violation.pointer,
-                    violation.message, "output-schema")
+            out.add(
+                "outputSchema",
+                "/result/structuredContent" + violation.pointer,
+                violation.message,
+                "output-schema",
+            )
 
     # ------------------------------------------------------------------ HTTP
 
@@ -602,16 +518,19 @@ class CaptureChecker:
             out.add("HTTP header", pointer, reason, "header")
         for pointer, reason in http_rules.status_of_message(record, message, catalog.modern):
             out.add("HTTP status", pointer, reason, "http-status")
-        exchange = self._exchanges.get(record.exchange) if record.exchange is not None else None
+        exchange = self.traffic.exchange(record)
         session = record.header(SESSION_HEADER)
-        if exchange is not None and exchange.session is not None and session is not None:
-            if session != exchange.session:
-                out.add("HTTP header", "",
-                        f"the Mcp-Session-Id header {session!r} answers a request of session "
-                        f"{exchange.session!r}", "header")
+        given = exchange.session if exchange is not None else None
+        if given is not None and session is not None and session != given:
+            out.add(
+                "HTTP header",
+                "",
+                f"the Mcp-Session-Id header {session!r} answers a request of session {given!r}",
+                "header",
+            )
 
     def _empty_response(self, out: _Out, record: Record) -> None:
-        exchange = self._exchanges.get(record.exchange) if record.exchange is not None else None
+        exchange = self.traffic.exchange(record)
         answered = exchange.kind if exchange is not None else None
         if answered == "other":
             answered = None

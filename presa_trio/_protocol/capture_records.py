@@ -73,7 +73,9 @@ def read_record(value: object) -> Record | str:
     return _with_http(value, http, direction, t)
 
 
-def _with_http(value: dict[str, Any], http: object, direction: str, t: float | None) -> Record | str:
+def _with_http(
+    value: dict[str, Any], http: object, direction: str, t: float | None
+) -> Record | str:
     if not isinstance(http, dict):
         return "http must be an object"
     method = http.get("method")

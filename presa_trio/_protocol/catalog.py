@@ -111,16 +111,18 @@ class Catalog:
 
     @property
     def result_envelope(self) -> str:
-        return "JSONRPCResultResponse" if self.schemas.has("JSONRPCResultResponse") else (
-            "JSONRPCResponse"
+        return (
+            "JSONRPCResultResponse"
+            if self.schemas.has("JSONRPCResultResponse")
+            else ("JSONRPCResponse")
         )
 
     def error_envelope(self, code: object) -> str:
         typed = error_definition(code)
         if self.schemas.has(typed):
             return typed
-        return "JSONRPCErrorResponse" if self.schemas.has("JSONRPCErrorResponse") else (
-            "JSONRPCError"
+        return (
+            "JSONRPCErrorResponse" if self.schemas.has("JSONRPCErrorResponse") else ("JSONRPCError")
         )
 
 

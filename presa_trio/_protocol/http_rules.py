@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from ..errors import HeaderMismatch
 from .capture_records import Record
 from .dialect import META_PROTOCOL_VERSION
-from ..errors import HeaderMismatch
 from .headers import METHOD_HEADER, NAME_HEADER, PROTOCOL_VERSION_HEADER, decode_value
 
 Problem = tuple[str, str]
@@ -65,8 +65,9 @@ def routing_headers(record: Record, message: Mapping[str, Any]) -> Iterator[Prob
     if header is None:
         yield _META_POINTER, "the MCP-Protocol-Version header is missing"
     elif isinstance(version, str) and header != version:
-        yield _META_POINTER, (
-            f"the MCP-Protocol-Version header {header!r} does not match the body's {version!r}"
+        yield (
+            _META_POINTER,
+            (f"the MCP-Protocol-Version header {header!r} does not match the body's {version!r}"),
         )
     header = record.header(METHOD_HEADER)
     if header is None:
@@ -85,8 +86,9 @@ def routing_headers(record: Record, message: Mapping[str, Any]) -> Iterator[Prob
     if decoded is None:
         yield f"/params/{member}", f"the Mcp-Name header {header!r} is not valid Base64"
     elif isinstance(expected, str) and decoded != expected:
-        yield f"/params/{member}", (
-            f"the Mcp-Name header {decoded!r} does not match {member} {expected!r}"
+        yield (
+            f"/params/{member}",
+            (f"the Mcp-Name header {decoded!r} does not match {member} {expected!r}"),
         )
 
 
@@ -106,7 +108,9 @@ def is_stream(record: Record) -> bool:
     return value.split(";", 1)[0].strip().lower() == "text/event-stream"
 
 
-def status_of_message(record: Record, message: Mapping[str, Any], modern: bool) -> Iterator[Problem]:
+def status_of_message(
+    record: Record, message: Mapping[str, Any], modern: bool
+) -> Iterator[Problem]:
     """The status a server message arrived with, against the message: anything on an event
     stream or that is not an error travels with 200; a 2026-07-28 error answered as JSON with
     the status its code requires."""
@@ -116,7 +120,9 @@ def status_of_message(record: Record, message: Mapping[str, Any], modern: bool) 
     error = message.get("error")
     if not isinstance(error, dict) or is_stream(record):
         if status != 200:
-            what = "an event stream" if is_stream(record) else "a JSON-RPC message other than an error"
+            what = (
+                "an event stream" if is_stream(record) else "a JSON-RPC message other than an error"
+            )
             yield "", f"HTTP {status} with {what}; expected 200"
         return
     code = error.get("code")

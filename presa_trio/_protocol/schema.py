@@ -146,9 +146,9 @@ def _branch_by_discriminator(
     def refused(branch: list[Any]) -> str | None:
         for inner in branch:
             inner_path = list(inner.instance_path)
-            if len(inner_path) == depth and inner_path[-1] in present:
-                if _kind(inner) in _NAMED_VALUE:
-                    return str(inner_path[-1])
+            named = _kind(inner) in _NAMED_VALUE
+            if named and len(inner_path) == depth and inner_path[-1] in present:
+                return str(inner_path[-1])
         return None
 
     matching = [branch for branch in branches if refused(branch) is None]

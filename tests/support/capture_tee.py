@@ -8,6 +8,7 @@ the server). CMD's stderr is passed through. Exits with CMD's status when both s
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
@@ -45,7 +46,8 @@ def main() -> int:
                 pass
             finally:
                 if direction == "client":
-                    with_suppressed_close(sink)
+                    with contextlib.suppress(OSError):
+                        sink.close()
 
         upstream = threading.Thread(
             target=pump, args=(sys.stdin.buffer, child.stdin, "client"), daemon=True
@@ -53,13 +55,6 @@ def main() -> int:
         upstream.start()
         pump(child.stdout, sys.stdout.buffer, "server")
         return child.wait()
-
-
-def with_suppressed_close(stream: IO[bytes]) -> None:
-    try:
-        stream.close()
-    except OSError:
-        pass
 
 
 if __name__ == "__main__":

@@ -19,9 +19,11 @@ TASKS_META = {**META, "io.modelcontextprotocol/clientCapabilities": TASKS}
 WHEN = "2026-11-03T18:04:05.123Z"
 
 
-def request(ident: object, method: str, params: dict[str, Any] | None = None,
-            meta: dict[str, Any] = META) -> dict[str, Any]:  # fmt: skip
-    return {"jsonrpc": "2.0", "id": ident, "method": method, "params": {**(params or {}), "_meta": meta}}  # fmt: skip
+def request(
+    ident: object, method: str, params: dict[str, Any] | None = None, meta: dict[str, Any] = META
+) -> dict[str, Any]:
+    body = {**(params or {}), "_meta": meta}
+    return {"jsonrpc": "2.0", "id": ident, "method": method, "params": body}
 
 
 def result(ident: object, body: dict[str, Any]) -> dict[str, Any]:
@@ -198,11 +200,9 @@ def test_a_stray_progress_token_is_reported() -> None:
 
 def test_an_id_reused_in_flight_is_reported_and_reuse_after_the_answer_is_not() -> None:
     done = result(1, {"resultType": "complete", "content": []})
-    assert found(request(1, "tools/call", {"name": "t"}), request(1, "tools/call", {"name": "t"})) == [
-        (2, "id-reused", "/id")
-    ]  # fmt: skip
-    assert found(request(1, "tools/call", {"name": "t"}), done,
-                 request(1, "tools/call", {"name": "t"})) == []  # fmt: skip
+    call = request(1, "tools/call", {"name": "t"})
+    assert found(call, call) == [(2, "id-reused", "/id")]
+    assert found(call, done, call) == []
 
 
 def test_ids_are_scoped_by_connection_and_session() -> None:
@@ -275,8 +275,8 @@ def test_statuses_of_bodiless_responses_and_content_types() -> None:
         record("client", call, 2, headers("tools/list")),
         record("server", None, 2, {"status": 202, "headers": {}}),  # a request unanswered
         record("client", call | {"id": 2}, 3, headers("tools/list")),
-        record("server", ok | {"id": 2}, 3, {"status": 500, "headers": {"content-type": "text/plain"}}),
-    ]  # fmt: skip
+        record("server", ok | {"id": 2}, 3, {"status": 500, "headers": {"content-type": "text/x"}}),
+    ]
     assert found(*capture) == [
         (2, "http-status", ""),
         (4, "http-status", ""),

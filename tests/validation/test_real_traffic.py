@@ -17,14 +17,14 @@ from typing import Any
 
 import pytest
 import trio
-
-from fixtures.conformance import build_server
-from presa_trio.testing import Client, RpcError
-from presa_trio.validation import check_capture
 from support import client_installs
 from support.published_clients import PRESA_TRIO, run_script
 from support.recording_app import RecordingApp
 from support.servers import ROOT, SUPPORT
+
+from fixtures.conformance import build_server
+from presa_trio.testing import Client, RpcError
+from presa_trio.validation import check_capture
 
 pytestmark = pytest.mark.e2e
 
@@ -103,7 +103,9 @@ def test_presa_servers_over_stdio_driven_by_the_sdk(tmp_path: Path, mode: str) -
     assert seen["calls"]["test_error_handling"] == {"is_error": True}
     checked(fixture, 14)
     exercise = tmp_path / "clients.jsonl"
-    run_script(sys.executable, "mcp2_legacy_client.py", mode, presa_stdio(exercise, "clients_app:server"))
+    run_script(
+        sys.executable, "mcp2_legacy_client.py", mode, presa_stdio(exercise, "clients_app:server")
+    )
     lines = checked(exercise, 8 if mode == "auto" else 30)
     if mode == "legacy":
         methods = {json.loads(line)["message"].get("method") for line in lines}
