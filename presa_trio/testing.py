@@ -22,13 +22,14 @@ from ._asgi_driver import RpcError as RpcError
 from ._asgi_driver import SchemaViolationError as SchemaViolationError
 from ._asgi_driver import Stream as Stream
 from ._asgi_driver import drive as drive
+from ._protocol.catalog import ExtensionCatalog
 from ._protocol.dialect import (
     META_CLIENT_CAPABILITIES,
     META_CLIENT_INFO,
     META_PROTOCOL_VERSION,
     PROTOCOL_VERSION,
 )
-from ._protocol.schema import Schemas, error_definition
+from ._protocol.schema import Schemas, error_definition, load_extension_document
 from ._server import Server
 from ._session_client import SessionClient as SessionClient
 from ._session_client import open_session as open_session
@@ -79,6 +80,7 @@ class Client:
         self._next_id = 0
         self._requests = self.schemas.request_definitions()
         self._notifications = self.schemas.notification_definitions()
+        self._tasks_catalog: ExtensionCatalog | None = None  # loaded at the first task message
 
     # ------------------------------------------------------------------ building
 
@@ -129,30 +131,70 @@ class Client:
         if found:
             raise SchemaViolationError("\n".join(str(v) for v in found))
 
+    def _tasks(self) -> ExtensionCatalog:
+        """The Tasks extension's (SEP-2663) published schema, for its methods and results."""
+        if self._tasks_catalog is None:
+            schemas = Schemas(load_extension_document())
+            self._tasks_catalog = ExtensionCatalog.tasks(schemas)
+        return self._tasks_catalog
+
+    def _task_violations(self, definition: str, instance: object) -> None:
+        if not self.validate:
+            return
+        found = self._tasks().schemas.violations(definition, instance)
+        if found:
+            raise SchemaViolationError("\n".join(str(v) for v in found))
+
     def check_outgoing(self, message: Mapping[str, Any]) -> None:
-        definition = self._requests.get(message["method"])
+        method = message["method"]
+        definition = self._requests.get(method)
+        if definition is None and method.startswith("tasks/"):
+            extension = self._tasks().requests.get(method)
+            if extension is not None:
+                self._task_violations(extension.definition, message)
+                self._violations("RequestParams", message.get("params"))
+                return
         self._violations(definition or "JSONRPCRequest", message)
 
     def check_incoming(self, message: dict[str, Any], method: str) -> None:
         if "method" in message:
             if "id" in message:
                 raise SchemaViolationError(f"server sent a request on a {method} stream")
-            self._violations(
-                self._notifications.get(message["method"], "JSONRPCNotification"), message
-            )
+            name = message["method"]
+            if name.startswith("notifications/tasks"):
+                extension = self._tasks().notifications.get(name)
+                if extension is not None:
+                    self._task_violations(extension.definition, message)
+                    return
+            self._violations(self._notifications.get(name, "JSONRPCNotification"), message)
         elif "error" in message:
             self._violations(error_definition(message["error"].get("code")), message)
         else:
             self._violations("JSONRPCResultResponse", message)
-            result = message["result"]
-            kind = result.get("resultType")
-            routed = self.app.dispatcher.routes.get(method)
-            if kind == "input_required":
-                self._violations("InputRequiredResult", result)
-            elif kind == "complete" and routed is not None and routed.result_def:
-                self._violations(routed.result_def, result)
-            else:
-                self._violations("Result", result)
+            self._check_result(message["result"], method)
+
+    def _check_result(self, result: dict[str, Any], method: str) -> None:
+        kind = result.get("resultType")
+        routed = self.app.dispatcher.routes.get(method)
+        extension = self._tasks().requests.get(method) if method.startswith("tasks/") else None
+        if kind == "input_required":
+            self._violations("InputRequiredResult", result)
+        elif kind == "task":
+            # defined by the Tasks extension, whose requests this client declares
+            self._task_violations("CreateTaskResult", result)
+        elif kind != "complete":
+            self._violations("Result", result)  # a resultType that is not a string
+            if self.validate:
+                raise SchemaViolationError(
+                    f"Result at /resultType: {kind!r} is neither complete, input_required nor "
+                    "task (the Tasks extension's)"
+                )
+        elif extension is not None and extension.result is not None:
+            self._task_violations(extension.result, result)
+        elif routed is not None and routed.result_def:
+            self._violations(routed.result_def, result)
+        else:
+            self._violations("Result", result)
 
     # ------------------------------------------------------------------ sending
 

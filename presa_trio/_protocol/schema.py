@@ -17,6 +17,8 @@ from typing import Any, final
 
 import jsonschema_rs
 
+from .leaves import leaves
+
 SCHEMA_VERSION = "2026-07-28"
 
 # Error responses the schema types by code; every other error is a plain JSONRPCErrorResponse.
@@ -91,106 +93,6 @@ def _pointer(path: Iterator[object] | list[object]) -> str:
     return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in path)
 
 
-#: The members a union's branches are told apart by: a ``const`` (or ``enum``) on one of these
-#: names in each branch (content ``type``, elicitation ``action``, request ``method``, result
-#: ``resultType``, task ``status``).
-DISCRIMINATORS = ("type", "action", "method", "resultType", "status")
-_NAMED_VALUE = ("Constant", "Enum")
-
-
-def _kind(error: Any) -> str:
-    return type(error.kind).__name__
-
-
-def _leaves(error: Any) -> Iterator[tuple[list[object], str]]:
-    """The reasons behind one error, down to the leaves: an instance that fails a union
-    (``anyOf``/``oneOf``) is reported through the branch its discriminator picks, so
-    ``content[0].text = 3`` reads "3 is not of type string" at ``/content/0/text`` rather than
-    "not valid under any of the schemas" at ``/content/0``."""
-    path = list(error.instance_path)
-    branches = getattr(error.kind, "context", None) if _kind(error) in _UNIONS else None
-    if branches:
-        branches = [list(branch) for branch in branches]
-        instance = error.instance
-        if isinstance(instance, dict):
-            chosen = _branch_by_discriminator(path, instance, branches)
-            if isinstance(chosen, tuple):
-                yield chosen
-                return
-            if chosen is not None:
-                for inner in chosen:
-                    yield from _leaves(inner)
-                return
-        else:
-            expected = _expected_values(path, branches)
-            if expected:
-                yield path, f"{_json(instance)} is not one of {', '.join(expected)}"
-                return
-    yield path, error.message
-
-
-_UNIONS = ("AnyOf", "OneOfNotValid")
-
-
-def _branch_by_discriminator(
-    path: list[object], instance: dict[str, Any], branches: list[list[Any]]
-) -> list[Any] | tuple[list[object], str] | None:
-    """The branch whose discriminators the instance satisfies (the one with fewest errors if
-    several do); or, when every branch names another value for the same discriminator, one
-    reason at that member; None when no discriminator decides (the union's own message)."""
-    depth = len(path) + 1
-    present = [key for key in DISCRIMINATORS if key in instance]
-    if not present:
-        return None
-
-    def refused(branch: list[Any]) -> str | None:
-        for inner in branch:
-            inner_path = list(inner.instance_path)
-            named = _kind(inner) in _NAMED_VALUE
-            if named and len(inner_path) == depth and inner_path[-1] in present:
-                return str(inner_path[-1])
-        return None
-
-    matching = [branch for branch in branches if refused(branch) is None]
-    if matching:
-        return min(matching, key=len)
-    keys = {refused(branch) for branch in branches}
-    if len(keys) == 1:
-        (key,) = keys
-        assert key is not None
-        expected = _expected_values([*path, key], branches)
-        if expected:
-            value = _json(instance[key])
-            return [*path, key], f"{value} is not one of {', '.join(expected)}"
-    return None
-
-
-def _expected_values(path: list[object], branches: list[list[Any]]) -> list[str]:
-    """Each branch's allowed value at ``path``, when every branch refuses the value there
-    for naming another one; else empty."""
-    expected: list[str] = []
-    for branch in branches:
-        named = [
-            inner
-            for inner in branch
-            if list(inner.instance_path) == path and _kind(inner) in _NAMED_VALUE
-        ]
-        if not named:
-            return []
-        for inner in named:
-            values = getattr(inner.kind, "expected_value", None)
-            if values is None:
-                values = getattr(inner.kind, "options", None)
-            text = _json(values) if values is not None else inner.message
-            if text not in expected:
-                expected.append(text)
-    return expected
-
-
-def _json(value: object) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
 def _no_retrieval(uri: str) -> Any:
     raise ValueError(f"{uri}: presa_trio resolves no remote schema (no I/O while validating)")
 
@@ -206,7 +108,7 @@ class _Compiled:
         )
         self.is_valid: Callable[[Any], bool] = validator.is_valid
         self.errors: Callable[[Any], list[tuple[list[object], str]]] = lambda instance: _unique(
-            leaf for error in validator.iter_errors(instance) for leaf in _leaves(error)
+            leaf for error in validator.iter_errors(instance) for leaf in leaves(error, schema)
         )
 
 

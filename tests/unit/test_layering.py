@@ -57,6 +57,7 @@ PURE = [
     "presa_trio._protocol.declared_tools",
     "presa_trio._protocol.findings",
     "presa_trio._protocol.http_rules",
+    "presa_trio._protocol.leaves",
     "presa_trio._protocol.traffic",
     "presa_trio.ext.tasks._states",
     "presa_trio.ext.tasks._wire",
