@@ -447,6 +447,9 @@ class CaptureChecker:
         if pending is not None and became_task:
             self.traffic.keep_token(pending)
         if kind not in (None, "complete") and catalog.modern:
+            unknown = not became_task and kind != "input_required"
+            if unknown and method == "tools/call" and pending is not None:
+                self._check_output(out, pending, result)  # read as the result it claims to be
             return
         self._learn(out, record, method, pending, result)
 

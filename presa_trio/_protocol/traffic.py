@@ -8,7 +8,7 @@ Pure bookkeeping: it finds nothing itself; capture.py asks it and turns answers 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, final
 
@@ -23,8 +23,11 @@ OTHER = {CLIENT: SERVER, SERVER: CLIENT}
 Scope = Any
 
 
-def key(value: object) -> str:
-    """A request id (or progress token) as a key: ``1`` and ``"1"`` stay apart."""
+def key(value: object) -> Hashable:
+    """A request id (or progress token) as a key: ``1``, ``"1"`` and ``true`` stay apart."""
+    kind = type(value)
+    if kind is int or kind is str:
+        return kind is int, value
     return json.dumps(value, sort_keys=True)
 
 
@@ -47,10 +50,10 @@ class InFlight:
     method: str
     catalog: Catalog
     sender: str
-    key: tuple[Scope, str, str]
+    key: tuple[Scope, str, Hashable]
     tasks: bool  # its ``_meta`` client capabilities declare the Tasks extension
     params: dict[str, Any]
-    token: str | None  # its progress token, as a key
+    token: Hashable | None  # its progress token, as a key
     exchange: Any
 
 
@@ -66,13 +69,14 @@ class Exchange:
 @final
 @dataclass
 class Traffic:
-    pending: dict[tuple[Scope, str, str], InFlight] = field(default_factory=dict)
-    cancelled: set[tuple[str, str]] = field(default_factory=set)  # (sender, id key)
+    pending: dict[tuple[Scope, str, Hashable], InFlight] = field(default_factory=dict)
+    by_id: dict[tuple[str, Hashable], list[InFlight]] = field(default_factory=dict)
+    cancelled: set[tuple[str, Hashable]] = field(default_factory=set)  # (sender, id key)
     negotiated: dict[Scope, str] = field(default_factory=dict)
     sessions: dict[Any, str] = field(default_factory=dict)  # conn -> the session it was given
     exchanges: dict[Any, Exchange] = field(default_factory=dict)
-    tokens: dict[str, int] = field(default_factory=dict)  # token -> requests in flight with it
-    lasting_tokens: set[str] = field(default_factory=set)  # tokens of requests now tasks
+    tokens: dict[Hashable, int] = field(default_factory=dict)  # token -> requests in flight
+    lasting_tokens: set[Hashable] = field(default_factory=set)  # tokens of requests now tasks
     tools: dict[str, DeclaredTool] = field(default_factory=dict)
     server_tasks: bool = False  # a server/discover result declared the Tasks extension
     client_tasks: bool = False  # some request declared it
@@ -98,14 +102,28 @@ class Traffic:
         if token_key is not None:
             self.tokens[token_key] = self.tokens.get(token_key, 0) + 1
         self.cancelled.discard((direction, ident))
-        self.pending[request_key] = InFlight(
+        started = InFlight(
             message["method"], catalog, direction, request_key, tasks, params, token_key,
             record.exchange,
         )  # fmt: skip
+        if earlier is not None:
+            self._unindex(earlier)
+        self.pending[request_key] = started
+        self.by_id.setdefault((direction, ident), []).append(started)
         return earlier
 
+    def _unindex(self, pending: InFlight) -> None:
+        same = self.by_id.get(pending.key[1:])
+        if same is not None:
+            if pending in same:
+                same.remove(pending)
+            if not same:
+                del self.by_id[pending.key[1:]]
+
     def finish(self, pending: InFlight) -> None:
-        self.pending.pop(pending.key, None)
+        if self.pending.get(pending.key) is pending:
+            del self.pending[pending.key]
+        self._unindex(pending)
         if pending.token is not None:
             left = self.tokens.get(pending.token, 0) - 1
             if left > 0:
@@ -127,17 +145,16 @@ class Traffic:
         return (sender, key(request_id)) in self.cancelled
 
     def in_flight_from(self, sender: str, request_id: object) -> bool:
-        ident = key(request_id)
-        return any(k[1] == sender and k[2] == ident for k in self.pending)
+        return (sender, key(request_id)) in self.by_id
 
     def match(self, record: Record, message: Mapping[str, Any], direction: str) -> InFlight | None:
         """The request a response answers: the one with its id from the other side, in the
         same exchange, scope (session, connection) or, failing those, anywhere."""
-        ident = key(message.get("id"))
-        sender = OTHER[direction]
-        candidates = [p for k, p in self.pending.items() if k[1] == sender and k[2] == ident]
+        candidates = self.by_id.get((OTHER[direction], key(message.get("id"))))
         if not candidates:
             return None
+        if len(candidates) == 1:
+            return candidates[0]
         if record.exchange is not None:
             for pending in candidates:
                 if pending.exchange == record.exchange:

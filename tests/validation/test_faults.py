@@ -186,6 +186,17 @@ def test_structured_content_and_arguments_against_the_declared_schemas() -> None
     ]
 
 
+def test_an_unknown_result_type_is_still_held_to_the_declared_output_schema() -> None:
+    claims = {"resultType": "done", "content": [], "structuredContent": {"count": "x"}}
+    capture = [request(1, "tools/list"), result(1, TOOLS),
+               request(2, "tools/call", {"name": "count", "arguments": {"n": 3}}),
+               result(2, claims)]  # fmt: skip
+    assert found(*capture) == [
+        (4, "result-type", "/result/resultType"),
+        (4, "output-schema", "/result/structuredContent/count"),
+    ]
+
+
 def test_a_stray_progress_token_is_reported() -> None:
     progress = {"jsonrpc": "2.0", "method": "notifications/progress",
                 "params": {"progressToken": "p-1", "progress": 1}}  # fmt: skip
