@@ -1,7 +1,8 @@
-"""Servers presa_trio did not write, for real captures: ``python traffic_servers.py KIND``
-serves over stdio the test venv's ``mcp`` 2.x ``MCPServer`` (KIND ``mcp2``) or FastMCP
-(KIND ``fastmcp``). Their tools: ``add`` (two integers, a structured result) and ``fail``
-(an error result); a resource, ``note://greeting``.
+"""Servers presa_trio did not write, for real captures: ``python traffic_servers.py KIND
+[PORT]`` serves the test venv's ``mcp`` 2.x ``MCPServer`` (KIND ``mcp2``) or FastMCP (KIND
+``fastmcp``) over stdio, or with PORT over Streamable HTTP at http://127.0.0.1:PORT/mcp.
+Their tools: ``add`` (two integers, a structured result) and ``fail`` (an error result); a
+resource, ``note://greeting``.
 """
 
 from __future__ import annotations
@@ -41,7 +42,9 @@ def build(kind: str) -> Any:
 if __name__ == "__main__":
     kind = sys.argv[1]
     server = build(kind)
-    if kind == "fastmcp":
-        server.run(transport="stdio", show_banner=False)
+    options: dict[str, Any] = {"show_banner": False} if kind == "fastmcp" else {}
+    if len(sys.argv) > 2:
+        options.update(host="127.0.0.1", port=int(sys.argv[2]))
+        server.run(transport="streamable-http", **options)
     else:
-        server.run(transport="stdio")
+        server.run(transport="stdio", **options)

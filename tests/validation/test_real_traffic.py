@@ -4,14 +4,18 @@ virtualenv) and of presa_trio's own, in both eras, driven by the official SDK's 
 presa_trio's own HTTP traffic, statuses and headers included, with its Tasks extension.
 
 Stdio conversations are recorded by tests/support/capture_tee.py (the client spawns it in
-place of the server); HTTP exchanges by tests/support/recording_app.py around the app.
+place of the server); the SDK client's HTTP exchanges by its own transport
+(tests/support/capture_driver.py), statuses and headers included; presa_trio's in-process
+exchanges by tests/support/recording_app.py around the app.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +24,7 @@ import trio
 from support import client_installs
 from support.published_clients import PRESA_TRIO, run_script
 from support.recording_app import RecordingApp
-from support.servers import ROOT, SUPPORT
+from support.servers import ROOT, SUPPORT, Served, free_port, wait_listening
 
 from fixtures.conformance import build_server
 from presa_trio.testing import Client, RpcError
@@ -66,6 +70,63 @@ def test_sdk_and_fastmcp_servers_over_stdio(tmp_path: Path, kind: str, mode: str
     assert seen["calls"] == {"add": {"is_error": False}, "fail": {"is_error": True}}
     lines = checked(capture, 12)
     assert directions(lines) == {"client", "server"}
+
+
+def serving(command: list[str], log_path: Path, what: str) -> Iterator[str]:
+    """Run a server that listens on the port ending ``command`` until the block ends; its
+    URL."""
+    port = free_port()
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen([*command, str(port)], stdout=log, stderr=subprocess.STDOUT)
+    served = Served(port, process, log_path)
+    try:
+        wait_listening(served, what, seconds=60)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        try:
+            served.stop()
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def http_records(capture: Path, at_least: int) -> list[dict[str, Any]]:
+    lines = checked(capture, at_least)
+    records = [json.loads(line) for line in lines]
+    assert all("http" in record for record in records)
+    return records
+
+
+@pytest.fixture(params=["mcp2", "fastmcp"])
+def sdk_http(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    command = [sys.executable, str(SUPPORT / "traffic_servers.py"), request.param]
+    yield from serving(command, tmp_path / "server.log", request.param)
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+def test_sdk_and_fastmcp_servers_over_http(tmp_path: Path, sdk_http: str, mode: str) -> None:
+    capture = tmp_path / "capture.jsonl"
+    target = json.dumps({"url": sdk_http, "capture": str(capture)})
+    seen = run_script(sys.executable, "capture_driver.py", mode, target, CALLS)
+    assert seen["calls"] == {"add": {"is_error": False}, "fail": {"is_error": True}}
+    records = http_records(capture, 12)
+    if mode == "legacy":  # a session: 202 for the initialized notification, ended by DELETE
+        statuses = [r["http"].get("status") for r in records if r["direction"] == "server"]
+        assert 202 in statuses
+        assert any(r["http"].get("method") == "DELETE" for r in records)
+
+
+@pytest.mark.parametrize("mode", ["legacy", "2025-06-18"])
+def test_the_mcp_1_30_server_over_http(tmp_path: Path, mode: str) -> None:
+    python = client_installs.mcp1_python()
+    command = [str(python), str(SUPPORT / "mcp1_server.py"), "http"]
+    for url in serving(command, tmp_path / "server.log", "the mcp 1.x server"):
+        capture = tmp_path / "capture.jsonl"
+        target = json.dumps({"url": url, "capture": str(capture)})
+        calls = json.dumps([["add", {"a": 1, "b": 2}], ["fail", {}], ["ask", {}]])
+        seen = run_script(sys.executable, "capture_driver.py", mode, target, calls)
+        assert seen["protocol_version"] == ("2025-11-25" if mode == "legacy" else "2025-06-18")
+        http_records(capture, 14)
 
 
 @pytest.mark.parametrize("mode", ["legacy", "2025-06-18"])
