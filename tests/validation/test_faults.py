@@ -380,3 +380,31 @@ def test_findings_serialise_and_name_known_rules() -> None:
     assert same == finding
     with pytest.raises(ValueError, match="no schema for version"):
         CaptureChecker(version="1999-01-01")
+
+
+def test_an_older_era_session_is_kept_over_http() -> None:
+    initialize = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "c", "version": "1"}}}  # fmt: skip
+    accepted = result(0, {"protocolVersion": "2025-11-25", "capabilities": {},
+                          "serverInfo": {"name": "s", "version": "1"}})  # fmt: skip
+    listed = result(1, {"tools": []})
+    listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    session = {"mcp-session-id": "s-1", "mcp-protocol-version": "2025-11-25"}
+
+    def line(direction: str, message: dict[str, Any], exchange: int, **http: Any) -> dict[str, Any]:
+        return {"direction": direction, "conn": 1, "exchange": exchange, "message": message,
+                "http": http}  # fmt: skip
+
+    answer = {"status": 200, "headers": {**JSON, "mcp-session-id": "s-1"}}
+    good = [
+        line("client", initialize, 1, method="POST", headers={}),
+        line("server", accepted, 1, **answer),
+        line("client", listing, 2, method="POST", headers=session),
+        line("server", listed, 2, **answer),
+    ]
+    assert found(*good) == []
+    forgotten = [*good[:2], line("client", listing, 2, method="POST", headers={}), good[3]]
+    assert found(*forgotten) == [(3, "header", "")]
+    other = {"status": 200, "headers": {**JSON, "mcp-session-id": "s-2"}}
+    assert found(*good[:3], line("server", listed, 2, **other)) == [(4, "header", "")]
