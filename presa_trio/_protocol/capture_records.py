@@ -67,6 +67,8 @@ def read_record(value: object) -> Record | str:
             return f"{key} must be an integer or a string, not {number!r}"
     if "message" not in value and "http" not in value:
         return "a capture record needs a message, an http member, or both"
+    if "message" in value and value["message"] is None:
+        return "message must be a JSON-RPC message; leave it out when there is none"
     http = value.get("http")
     if http is None:
         return Record(value.get("message"), direction, t, value.get("conn"), value.get("exchange"))

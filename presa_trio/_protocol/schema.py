@@ -118,7 +118,8 @@ def compile_schema(schema: Mapping[str, Any]) -> _Compiled:
     try:
         return _Compiled(dict(schema))
     except (ValueError, jsonschema_rs.ValidationError, TypeError) as exc:
-        raise ValueError(str(exc)) from None
+        reason = str(exc).strip().splitlines()
+        raise ValueError(reason[0] if reason else type(exc).__name__) from None
 
 
 def _unique(

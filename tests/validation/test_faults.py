@@ -408,3 +408,17 @@ def test_an_older_era_session_is_kept_over_http() -> None:
     assert found(*forgotten) == [(3, "header", "")]
     other = {"status": 200, "headers": {**JSON, "mcp-session-id": "s-2"}}
     assert found(*good[:3], line("server", listed, 2, **other)) == [(4, "header", "")]
+
+
+def test_a_declared_schema_that_cannot_be_compiled_is_a_finding_and_fetches_nothing() -> None:
+    remote = {"name": "far", "inputSchema": {"type": "object"},
+              "outputSchema": {"$ref": "http://127.0.0.1:9/schema.json"}}  # fmt: skip
+    bad_regex = {"name": "re", "inputSchema": {"type": "object", "pattern": "("}}
+    tools = {**TOOLS, "tools": [remote, bad_regex]}
+    findings = check_capture([json.dumps(request(1, "tools/list")), json.dumps(result(1, tools))])
+    assert [(f.rule, f.pointer) for f in findings] == [
+        ("tool-schema", "/result/tools/0/outputSchema"),
+        ("tool-schema", "/result/tools/1/inputSchema"),
+    ]
+    assert all("\n" not in f.message and f.message.startswith("cannot be compiled: ")
+               for f in findings)  # fmt: skip
