@@ -27,6 +27,9 @@ from .traffic import OTHER, InFlight, Traffic
 __all__ = ["CaptureChecker", "Finding", "check_capture"]
 
 _LEGACY = VERSIONS[1]  # the newest revision with ``initialize``
+#: The requests a server may answer with ``input_required`` (spec 2026-07-28
+#: basic/patterns/mrtr.mdx, Supported Requests).
+MRTR_METHODS = frozenset({"tools/call", "resources/read", "prompts/get"})
 
 
 class _Out:
@@ -419,6 +422,13 @@ class CaptureChecker:
                 typed, became_task = (catalog.schemas, "CreateTaskResult"), True
         elif kind == "input_required":
             typed = (catalog.schemas, "InputRequiredResult")
+            if method is not None and method not in MRTR_METHODS | self.tasks.requests.keys():
+                out.add(
+                    "InputRequiredResult",
+                    "/result/resultType",
+                    f"input_required answers only {', '.join(sorted(MRTR_METHODS))}, not {method}",
+                    "result-type",
+                )
         elif isinstance(kind, str) and kind != "complete":
             extension = self.tasks.result_types.get(kind)
             if extension is not None and tasks_in_use:

@@ -197,6 +197,14 @@ def test_an_unknown_result_type_is_still_held_to_the_declared_output_schema() ->
     ]
 
 
+def test_input_required_answers_only_the_mrtr_methods() -> None:
+    asking = {"resultType": "input_required", "requestState": "s"}
+    assert found(request(1, "tools/call", {"name": "t"}), result(1, asking)) == []
+    assert found(request(1, "tools/list"), result(1, asking)) == [
+        (2, "result-type", "/result/resultType")
+    ]
+
+
 def test_a_stray_progress_token_is_reported() -> None:
     progress = {"jsonrpc": "2.0", "method": "notifications/progress",
                 "params": {"progressToken": "p-1", "progress": 1}}  # fmt: skip
