@@ -254,7 +254,8 @@ class CaptureChecker:
             )
         else:
             reason = f"no method {method!r} in {catalog.version} or a declared extension"
-        out.add("ClientRequest", "/method", reason, "unknown-method")
+        union = "ServerRequest" if direction == SERVER else "ClientRequest"
+        out.add(union, "/method", reason, "unknown-method")
         self._schema(out, catalog.schemas, "JSONRPCRequest", message, "")
 
     def _request_headers(
@@ -547,6 +548,8 @@ class CaptureChecker:
         answered = exchange.kind if exchange is not None else None
         if answered == "other":
             answered = None
+        if answered == "request" and not http_rules.is_stream(record):
+            self.traffic.end_exchange(record.exchange)
         for pointer, reason in http_rules.status_without_message(record, answered):
             out.add("HTTP status", pointer, reason, "http-status")
 

@@ -141,6 +141,12 @@ class Traffic:
                 break
         self.cancelled.add((direction, ident))
 
+    def end_exchange(self, exchange: Any) -> None:
+        """The HTTP exchange ended without a JSON-RPC response (an error status, a dropped
+        connection): its request is no longer in flight."""
+        for pending in [p for p in self.pending.values() if p.exchange == exchange]:
+            self.finish(pending)
+
     def was_cancelled(self, sender: str, request_id: object) -> bool:
         return (sender, key(request_id)) in self.cancelled
 

@@ -304,6 +304,13 @@ def test_statuses_of_bodiless_responses_and_content_types() -> None:
     ]
 
 
+def test_a_request_refused_without_a_body_is_no_longer_in_flight() -> None:
+    call = request(1, "tools/list")
+    refused = record("server", None, 1, {"status": 503, "headers": {}})
+    again = record("client", call, 2, headers("tools/list"))
+    assert found(record("client", call, 1, headers("tools/list")), refused, again) == []
+
+
 def test_old_era_traffic_checks_cleanly_with_its_own_schema() -> None:
     initialize = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {"elicitation": {}},
