@@ -1,5 +1,6 @@
 """Validators for the vendored core schemas (2026-07-28, and 2025-11-25 and 2025-06-18 for the
-older era's sessions), compiled per ``$def`` on first use.
+older era's sessions) and the Tasks extension's, compiled per ``$def`` on first use; and for
+schemas found in traffic (a tool's), with no remote ``$ref`` fetched.
 
 The schema ships inside the package (``presa_trio/schema``). Validation runs on
 ``jsonschema-rs``, the one engine at run time (a compiled validator, 200 to 460 times faster

@@ -304,6 +304,18 @@ def test_statuses_of_bodiless_responses_and_content_types() -> None:
     ]
 
 
+def test_a_result_is_typed_by_the_mcp_method_header_on_its_line() -> None:
+    """A result whose request is not in the capture: the method its line names types it."""
+    broken = result(7, {"resultType": "complete", "content": "not a list"})
+    line = {"direction": "server", "message": broken,
+            "http": {"status": 200, "headers": {**JSON, "mcp-method": "tools/call"}}}  # fmt: skip
+    findings = check_capture([json.dumps(line)])
+    assert [(f.rule, f.pointer, f.definition) for f in findings] == [
+        ("orphan-response", "/id", "JSONRPCResponse"),
+        ("schema", "/result/content", "CallToolResult"),
+    ]
+
+
 def test_a_request_refused_without_a_body_is_no_longer_in_flight() -> None:
     call = request(1, "tools/list")
     refused = record("server", None, 1, {"status": 503, "headers": {}})
