@@ -374,11 +374,22 @@ class CaptureChecker:
             method: str | None = pending.method
         else:
             catalog = self.catalog(self._version(record, message))
-            header = record.header("mcp-method")
-            method = header
+            method = record.header("mcp-method")
             ident = message.get("id")
-            cancelled = self.traffic.was_cancelled(OTHER[direction], ident)
-            if not cancelled and not (ident is None and "error" in message):
+            asked = self.traffic.in_exchange(record.exchange) if direction == SERVER else None
+            if asked is not None:  # the exchange's answer, under another id
+                self.traffic.finish(asked)
+                catalog, method = asked.catalog, asked.method
+                out.add(
+                    "JSONRPCResponse",
+                    "/id",
+                    f"id {ident!r} answers the {asked.method} request of its HTTP exchange, "
+                    f"whose id is {asked.request_id!r}",
+                    "orphan-response",
+                )
+            elif not self.traffic.was_cancelled(OTHER[direction], ident) and not (
+                ident is None and "error" in message
+            ):
                 out.add(
                     "JSONRPCResponse",
                     "/id",

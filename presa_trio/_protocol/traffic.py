@@ -55,6 +55,7 @@ class InFlight:
     params: dict[str, Any]
     token: Hashable | None  # its progress token, as a key
     exchange: Any
+    request_id: Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +105,7 @@ class Traffic:
         self.cancelled.discard((direction, ident))
         started = InFlight(
             message["method"], catalog, direction, request_key, tasks, params, token_key,
-            record.exchange,
+            record.exchange, message["id"],
         )  # fmt: skip
         if earlier is not None:
             self._unindex(earlier)
@@ -140,6 +141,12 @@ class Traffic:
                 self.finish(pending)
                 break
         self.cancelled.add((direction, ident))
+
+    def in_exchange(self, exchange: Any) -> InFlight | None:
+        """The request in flight that the client sent in HTTP exchange ``exchange``."""
+        if exchange is None:
+            return None
+        return next((p for p in self.pending.values() if p.exchange == exchange), None)
 
     def end_exchange(self, exchange: Any) -> None:
         """The HTTP exchange ended without a JSON-RPC response (an error status, a dropped

@@ -316,6 +316,19 @@ def test_a_result_is_typed_by_the_mcp_method_header_on_its_line() -> None:
     ]
 
 
+def test_an_exchange_answered_under_another_id_is_a_finding_that_ends_the_request() -> None:
+    call = request(1, "tools/list")
+    wrong = {"jsonrpc": "2.0", "id": "server-error", "error": {"code": -32600, "message": "x"}}
+    capture = [
+        record("client", call, 1, headers("tools/list")),
+        record("server", wrong, 1, {"status": 400, "headers": JSON}),
+        record("client", call, 2, headers("tools/list")),  # id 1 again: no longer in flight
+    ]
+    findings = check_capture([json.dumps(line) for line in capture])
+    assert [(f.line, f.rule, f.pointer) for f in findings] == [(2, "orphan-response", "/id")]
+    assert findings[0].message.endswith("tools/list request of its HTTP exchange, whose id is 1")
+
+
 def test_a_request_refused_without_a_body_is_no_longer_in_flight() -> None:
     call = request(1, "tools/list")
     refused = record("server", None, 1, {"status": 503, "headers": {}})

@@ -116,17 +116,42 @@ def test_sdk_and_fastmcp_servers_over_http(tmp_path: Path, sdk_http: str, mode: 
         assert any(r["http"].get("method") == "DELETE" for r in records)
 
 
-@pytest.mark.parametrize("mode", ["legacy", "2025-06-18"])
-def test_the_mcp_1_30_server_over_http(tmp_path: Path, mode: str) -> None:
+@pytest.fixture(scope="module")
+def mcp1_http(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     python = client_installs.mcp1_python()
     command = [str(python), str(SUPPORT / "mcp1_server.py"), "http"]
-    for url in serving(command, tmp_path / "server.log", "the mcp 1.x server"):
-        capture = tmp_path / "capture.jsonl"
-        target = json.dumps({"url": url, "capture": str(capture)})
-        calls = json.dumps([["add", {"a": 1, "b": 2}], ["fail", {}], ["ask", {}]])
-        seen = run_script(sys.executable, "capture_driver.py", mode, target, calls)
-        assert seen["protocol_version"] == ("2025-11-25" if mode == "legacy" else "2025-06-18")
-        http_records(capture, 14)
+    log = tmp_path_factory.mktemp("mcp1") / "server.log"
+    yield from serving(command, log, "the mcp 1.x server")
+
+
+@pytest.mark.parametrize("mode", ["legacy", "2025-06-18"])
+def test_the_mcp_1_30_server_over_http(tmp_path: Path, mcp1_http: str, mode: str) -> None:
+    capture = tmp_path / "capture.jsonl"
+    target = json.dumps({"url": mcp1_http, "capture": str(capture)})
+    calls = json.dumps([["add", {"a": 1, "b": 2}], ["fail", {}], ["ask", {}]])
+    seen = run_script(sys.executable, "capture_driver.py", mode, target, calls)
+    assert seen["protocol_version"] == ("2025-11-25" if mode == "legacy" else "2025-06-18")
+    http_records(capture, 14)
+
+
+def test_the_mcp_1_30_server_refuses_a_2026_probe_under_another_id(
+    tmp_path: Path, mcp1_http: str
+) -> None:
+    """The SDK client's default mode probes with server/discover first: mcp 1.30 refuses it
+    with 400 and a JSON-RPC error whose id is "server-error", not the request's (a real
+    fault, the only finding); the client then falls back to initialize, all clean."""
+    capture = tmp_path / "capture.jsonl"
+    target = json.dumps({"url": mcp1_http, "capture": str(capture)})
+    seen = run_script(sys.executable, "capture_driver.py", "auto", target, CALLS)
+    assert seen["protocol_version"] == "2025-11-25"
+    lines = capture.read_text().splitlines()
+    [finding] = check_capture(lines)
+    assert (finding.line, finding.rule, finding.pointer) == (2, "orphan-response", "/id")
+    assert finding.message == (
+        "id 'server-error' answers the server/discover request of its HTTP exchange, whose id is 1"
+    )
+    refusal = json.loads(lines[1])
+    assert refusal["http"]["status"] == 400 and refusal["message"]["error"]["code"] == -32600
 
 
 @pytest.mark.parametrize("mode", ["legacy", "2025-06-18"])
