@@ -112,6 +112,33 @@ class Tee(httpx2.AsyncByteStream):
         await self.inner.aclose()
 
 
+PROBES = [("tools/cal", {}), ("resources/read", {"uri": "note://nowhere"})]
+
+
+async def probe(http: httpx2.AsyncClient, url: str) -> list[int]:
+    """2026-07-28 requests the server must refuse, posted as the SDK posts its own (an
+    unknown method, an unknown resource): their statuses."""
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    statuses = []
+    for number, (method, params) in enumerate(PROBES, start=900):
+        headers = {
+            "accept": "application/json, text/event-stream",
+            "mcp-protocol-version": "2026-07-28",
+            "mcp-method": method,
+        }
+        if "uri" in params:
+            headers["mcp-name"] = params["uri"]
+        body = {"jsonrpc": "2.0", "id": number, "method": method,
+                "params": {**params, "_meta": meta}}  # fmt: skip
+        response = await http.post(url, json=body, headers=headers)
+        await response.aread()
+        statuses.append(response.status_code)
+    return statuses
+
+
 async def main(mode: str, target: dict[str, Any], calls: list[list[Any]]) -> dict[str, Any]:
     if mode == "2025-06-18":
         mcp.client.session.LATEST_HANDSHAKE_VERSION = mode  # type: ignore[misc]
@@ -138,6 +165,8 @@ async def main(mode: str, target: dict[str, Any], calls: list[list[Any]]) -> dic
             seen["resources"] = [str(resource.uri) for resource in resources]
             for resource in resources[:2]:
                 await client.read_resource(resource.uri)
+            if target.get("probe"):
+                seen["probes"] = await probe(http, target["url"])
     return seen
 
 

@@ -103,6 +103,21 @@ def sdk_http(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     yield from serving(command, tmp_path / "server.log", request.param)
 
 
+def test_sdk_and_fastmcp_servers_refuse_with_the_statuses_2026_requires(
+    tmp_path: Path, sdk_http: str
+) -> None:
+    """An unknown method (404, -32601) and an unknown resource (400, -32602) from the
+    servers themselves: no finding but the probe's own misspelt method."""
+    capture = tmp_path / "capture.jsonl"
+    target = json.dumps({"url": sdk_http, "capture": str(capture), "probe": True})
+    seen = run_script(sys.executable, "capture_driver.py", "auto", target, CALLS)
+    assert seen["probes"] == [404, 400]
+    lines = capture.read_text().splitlines()
+    [finding] = check_capture(lines)
+    assert (finding.rule, finding.direction) == ("unknown-method", "client")
+    assert json.loads(lines[finding.line - 1])["message"]["method"] == "tools/cal"
+
+
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 def test_sdk_and_fastmcp_servers_over_http(tmp_path: Path, sdk_http: str, mode: str) -> None:
     capture = tmp_path / "capture.jsonl"
