@@ -26,7 +26,7 @@ RINGS = [
     ["presa_trio._kernel"],
     ["presa_trio._transports"],
     ["presa_trio._server", "presa_trio.backends", "presa_trio.extensions", "presa_trio.middleware"],
-    ["presa_trio._asgi_driver"],
+    ["presa_trio._asgi_driver", "presa_trio._tool_outputs"],
     ["presa_trio._session_client"],
     ["presa_trio._client"],
     ["presa_trio", "presa_trio.testing", "presa_trio.validation"],
@@ -65,6 +65,7 @@ PURE = [
     "presa_trio.auth._metadata",
     "presa_trio._client.wire",
     "presa_trio._client.arguments",
+    "presa_trio._client.checks",
 ]
 # What an extension written outside this repository could import.
 PUBLIC = {
