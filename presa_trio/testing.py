@@ -41,7 +41,7 @@ from ._protocol.dialect import (
     META_PROTOCOL_VERSION,
     PROTOCOL_VERSION,
 )
-from ._protocol.schema import Schemas, error_definition, load_extension_document
+from ._protocol.schema import Schemas, Violation, error_definition
 from ._server import Server
 from ._session_client import SessionClient as SessionClient
 from ._session_client import open_session as open_session
@@ -160,27 +160,23 @@ class Client:
             raise SchemaViolationError("\n".join(str(v) for v in found))
 
     def _tasks(self) -> ExtensionCatalog:
-        """The Tasks extension's (SEP-2663) published schema, for its methods and results."""
+        """The Tasks extension's (SEP-2663) catalog: its methods, results and notifications,
+        the same rules every checker of presa_trio applies."""
         if self._tasks_catalog is None:
-            schemas = Schemas(load_extension_document())
-            self._tasks_catalog = ExtensionCatalog.tasks(schemas)
+            self._tasks_catalog = ExtensionCatalog.load_tasks()
         return self._tasks_catalog
 
-    def _task_violations(self, definition: str, instance: object) -> None:
-        if not self.validate:
-            return
-        found = self._tasks().schemas.violations(definition, instance)
-        if found:
+    def _raise(self, found: list[Violation]) -> None:
+        if found and self.validate:
             raise SchemaViolationError("\n".join(str(v) for v in found))
 
     def check_outgoing(self, message: Mapping[str, Any]) -> None:
         method = message["method"]
         definition = self._requests.get(method)
-        if definition is None and method.startswith("tasks/"):
-            extension = self._tasks().requests.get(method)
+        if definition is None and self.validate:
+            extension = self._tasks().request_violations(message, self.schemas)
             if extension is not None:
-                self._task_violations(extension.definition, message)
-                self._violations("RequestParams", message.get("params"))
+                self._raise(extension)
                 return
         self._violations(definition or "JSONRPCRequest", message)
 
@@ -189,10 +185,10 @@ class Client:
             if "id" in message:
                 raise SchemaViolationError(f"server sent a request on a {method} stream")
             name = message["method"]
-            if name.startswith("notifications/tasks"):
-                extension = self._tasks().notifications.get(name)
+            if name not in self._notifications and self.validate:
+                extension = self._tasks().notification_violations(message)
                 if extension is not None:
-                    self._task_violations(extension.definition, message)
+                    self._raise(extension)
                     return
             self._violations(self._notifications.get(name, "JSONRPCNotification"), message)
         elif "error" in message:
@@ -204,12 +200,16 @@ class Client:
     def _check_result(self, result: dict[str, Any], method: str) -> None:
         kind = result.get("resultType")
         routed = self.app.dispatcher.routes.get(method)
-        extension = self._tasks().requests.get(method) if method.startswith("tasks/") else None
-        if kind == "input_required":
+        # this client declares the Tasks extension on its requests: a task result is typed
+        extension = (
+            self._tasks().result_definition(method, result, declared=True)
+            if self.validate
+            else None
+        )
+        if extension is not None:
+            self._raise(self._tasks().schemas.violations(extension, result))
+        elif kind == "input_required":
             self._violations("InputRequiredResult", result)
-        elif kind == "task":
-            # defined by the Tasks extension, whose requests this client declares
-            self._task_violations("CreateTaskResult", result)
         elif kind != "complete":
             self._violations("Result", result)  # a resultType that is not a string
             if self.validate:
@@ -217,8 +217,6 @@ class Client:
                     f"Result at /resultType: {kind!r} is neither complete, input_required nor "
                     "task (the Tasks extension's)"
                 )
-        elif extension is not None and extension.result is not None:
-            self._task_violations(extension.result, result)
         elif routed is not None and routed.result_def:
             self._violations(routed.result_def, result)
         else:

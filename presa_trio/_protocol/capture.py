@@ -2,10 +2,11 @@
 
 Each line is checked against the schema of its protocol version (2026-07-28, or 2025-11-25 /
 2025-06-18 as negotiated), a result against the typed result of the request it answers, a
-Tasks-extension message against the extension's published schema; and across lines: tool
-calls against the schemas ``tools/list`` declared, progress tokens, request ids in flight,
-responses to no request, and where the capture has them, HTTP statuses and headers. Pure:
-lines in, findings out; it reads no file and keeps no clock (a record's ``t`` is the writer's).
+Tasks-extension message against the extension's schema (``schema/README.md``); and across
+lines: tool calls against the schemas ``tools/list`` declared, progress tokens, request ids
+in flight, responses to no request, and where the capture has them, HTTP statuses and
+headers. Pure: lines in, findings out; it reads no file and keeps no clock (a record's
+``t`` is the writer's).
 """
 
 from __future__ import annotations
@@ -16,12 +17,19 @@ from typing import Any, final
 
 from . import http_rules
 from .capture_records import CLIENT, SERVER, Record, read_record
-from .catalog import TASKS_EXTENSION, VERSIONS, Catalog, ExtensionCatalog, schema_version
+from .catalog import (
+    TASKS_EXTENSION,
+    VERSIONS,
+    Catalog,
+    ExtensionCatalog,
+    declares_tasks,
+    schema_version,
+)
 from .declared_tools import declare
-from .dialect import META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION
+from .dialect import META_PROTOCOL_VERSION
 from .era import SESSION_HEADER
 from .findings import Finding
-from .schema import SCHEMA_VERSION, Schemas, load_extension_document
+from .schema import SCHEMA_VERSION, Schemas
 from .traffic import OTHER, InFlight, Traffic
 
 __all__ = ["CaptureChecker", "Finding", "check_capture"]
@@ -63,13 +71,6 @@ def _params(message: Mapping[str, Any]) -> dict[str, Any]:
     return params if isinstance(params, dict) else {}
 
 
-def _declares_tasks(params: Mapping[str, Any]) -> bool:
-    meta = params.get("_meta")
-    capabilities = meta.get(META_CLIENT_CAPABILITIES) if isinstance(meta, dict) else None
-    extensions = capabilities.get("extensions") if isinstance(capabilities, dict) else None
-    return isinstance(extensions, dict) and TASKS_EXTENSION in extensions
-
-
 @final
 class CaptureChecker:
     """Walks a capture line by line, remembering what earlier lines said.
@@ -86,7 +87,7 @@ class CaptureChecker:
         self._catalogs: dict[str, Catalog] = {}
         if schemas is not None:
             self._catalogs[SCHEMA_VERSION] = Catalog.of(SCHEMA_VERSION, schemas)
-        self.tasks = ExtensionCatalog.tasks(Schemas(load_extension_document()))
+        self.tasks = ExtensionCatalog.load_tasks()
         self.lines = 0
         self.traffic = Traffic()
 
@@ -203,7 +204,7 @@ class CaptureChecker:
         method: str = message["method"]
         params = _params(message)
         catalog = self.catalog(self._version(record, message))
-        tasks = _declares_tasks(params)
+        tasks = declares_tasks(params)
         self.traffic.client_tasks = self.traffic.client_tasks or tasks
         if direction == CLIENT:
             self.traffic.note_exchange(record, "request", catalog)
@@ -243,9 +244,8 @@ class CaptureChecker:
             return
         extension = self.tasks.requests.get(method)
         if extension is not None and catalog.modern and (tasks or self.traffic.server_tasks):
-            self._schema(out, self.tasks.schemas, extension.definition, message, "")
-            if catalog.schemas.has("RequestParams"):
-                self._schema(out, catalog.schemas, "RequestParams", _params(message), "/params")
+            for violation in self.tasks.request_violations(message, catalog.schemas) or ():
+                out.add(violation.definition, violation.pointer, violation.message, "schema")
             return
         if extension is not None and catalog.modern:
             reason = (
@@ -333,7 +333,8 @@ class CaptureChecker:
             and catalog.modern
             and (self.traffic.server_tasks or self.traffic.client_tasks)
         ):
-            self._schema(out, self.tasks.schemas, extension.definition, message, "")
+            for violation in self.tasks.notification_violations(message) or ():
+                out.add(violation.definition, violation.pointer, violation.message, "schema")
         else:
             out.add(
                 "ServerNotification" if direction == SERVER else "ClientNotification",

@@ -12,7 +12,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, final
 
-from .schema import SCHEMA_VERSION, Schemas, error_definition, load_document
+from .dialect import META_CLIENT_CAPABILITIES
+from .schema import (
+    SCHEMA_VERSION,
+    Schemas,
+    Violation,
+    error_definition,
+    load_document,
+    load_extension,
+)
 
 CLIENT, SERVER = "client", "server"
 
@@ -126,12 +134,24 @@ class Catalog:
         )
 
 
+def declares_tasks(params: object) -> bool:
+    """Whether a request's ``params`` declare the Tasks extension in their per-request client
+    capabilities (SEP-2663: the one opt-in; nothing else asks for a task)."""
+    meta = params.get("_meta") if isinstance(params, Mapping) else None
+    capabilities = meta.get(META_CLIENT_CAPABILITIES) if isinstance(meta, Mapping) else None
+    extensions = capabilities.get("extensions") if isinstance(capabilities, Mapping) else None
+    return isinstance(extensions, Mapping) and TASKS_EXTENSION in extensions
+
+
 @final
 @dataclass
 class ExtensionCatalog:
-    """An extension's methods and result types, from its published schema (SEP-2133: an
-    extension adds methods and ``resultType`` values; its messages also carry the core
-    request ``_meta``)."""
+    """An extension's methods and result types, from its schema (SEP-2133: an extension adds
+    methods and ``resultType`` values; its requests also carry the core request ``_meta``).
+
+    The one source of the Tasks extension's rules for every checker: the capture checker
+    (``presa-trio validate``), ``presa_trio.testing.Client`` and the remote test client.
+    """
 
     identifier: str
     schemas: Schemas
@@ -153,3 +173,47 @@ class ExtensionCatalog:
             elif name.endswith("Notification") and method.startswith("notifications/tasks"):
                 catalog.notifications[method] = Method(name, None, frozenset({SERVER}))
         return catalog
+
+    @classmethod
+    def load_tasks(cls) -> ExtensionCatalog:
+        """The Tasks extension's catalog, from the packaged schema."""
+        return cls.tasks(load_extension())
+
+    def request_violations(
+        self, message: Mapping[str, Any], core: Schemas
+    ) -> list[Violation] | None:
+        """How an extension request fails its ``$def`` and, as every 2026-07-28 request, the
+        core ``RequestParams`` (at ``/params``); None when the method is not the extension's."""
+        method = self.requests.get(message.get("method"))  # type: ignore[arg-type]
+        if method is None:
+            return None
+        found = self.schemas.violations(method.definition, message)
+        if core.has("RequestParams"):
+            params = message.get("params")
+            found += [
+                Violation(v.definition, "/params" + v.pointer, v.message)
+                for v in core.violations(
+                    "RequestParams", params if isinstance(params, dict) else {}
+                )
+            ]
+        return found
+
+    def notification_violations(self, message: Mapping[str, Any]) -> list[Violation] | None:
+        """How an extension notification fails its ``$def``; None when not the extension's."""
+        method = self.notifications.get(message.get("method"))  # type: ignore[arg-type]
+        return None if method is None else self.schemas.violations(method.definition, message)
+
+    def result_definition(
+        self, method: str | None, result: Mapping[str, Any], declared: bool
+    ) -> str | None:
+        """The extension ``$def`` a result must satisfy: an extension method's own result
+        (whatever its ``resultType`` says), else the one a ``resultType`` of the extension
+        names (``task``: ``CreateTaskResult``) when the request declared the extension; None
+        when the extension does not type it."""
+        extension = self.requests.get(method) if method is not None else None
+        if extension is not None:
+            return extension.result
+        kind = result.get("resultType")
+        if declared and isinstance(kind, str):
+            return self.result_types.get(kind)
+        return None

@@ -55,15 +55,27 @@ class Violation:
         return f"{self.definition} at {self.pointer or '/'}: {self.message}"
 
 
-#: The Tasks extension's (SEP-2663) schema, as its maintainers publish it (schema/README.md).
+#: The Tasks extension's (SEP-2663) schema, written for presa_trio from the SEP's TypeScript
+#: definitions (schema/README.md).
 TASKS_EXTENSION_SCHEMA = "extensions/tasks"
+
+#: The URI an extension schema's ``$ref`` names the 2026-07-28 core schema by
+#: (``urn:...#/$defs/Result``); resolved from the packaged file, never fetched.
+CORE_SCHEMA_URI = f"urn:presa-trio:schema:{SCHEMA_VERSION}"
 
 
 def load_extension_document(name: str = TASKS_EXTENSION_SCHEMA) -> dict[str, Any]:
-    """A vendored extension schema (``extensions/tasks``), as published."""
+    """A packaged extension schema (``extensions/tasks``), as the file holds it."""
     path = resources.files("presa_trio") / "schema" / name / "schema.json"
     document: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
     return document
+
+
+def load_extension(name: str = TASKS_EXTENSION_SCHEMA) -> Schemas:
+    """An extension schema's validators, its references into the core resolved against the
+    packaged 2026-07-28 schema."""
+    registry = jsonschema_rs.Registry([(CORE_SCHEMA_URI, load_document(SCHEMA_VERSION))])
+    return Schemas(load_extension_document(name), registry=registry)
 
 
 def load_document(version: str = SCHEMA_VERSION) -> dict[str, Any]:
@@ -103,9 +115,11 @@ class _Compiled:
 
     __slots__ = ("errors", "is_valid")
 
-    def __init__(self, schema: dict[str, Any]) -> None:
+    def __init__(
+        self, schema: dict[str, Any], registry: jsonschema_rs.Registry | None = None
+    ) -> None:
         validator = jsonschema_rs.validator_for(
-            schema, validate_formats=True, retriever=_no_retrieval
+            schema, validate_formats=True, retriever=_no_retrieval, registry=registry
         )
         self.is_valid: Callable[[Any], bool] = validator.is_valid
         self.errors: Callable[[Any], list[tuple[list[object], str]]] = lambda instance: _unique(
@@ -145,10 +159,17 @@ def violations_of(compiled: _Compiled, instance: object, definition: str) -> lis
 
 @final
 class Schemas:
-    """The core schema of one protocol version, with a validator per ``$def``."""
+    """The core schema of one protocol version (or an extension's), with a validator per
+    ``$def``; ``registry`` resolves the documents its ``$ref`` name by URI."""
 
-    def __init__(self, document: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        document: dict[str, Any] | None = None,
+        *,
+        registry: jsonschema_rs.Registry | None = None,
+    ) -> None:
         self.document = document if document is not None else load_document()
+        self._registry = registry
         # 2025-06-18 and older are draft-07 documents, their definitions under another key.
         self._key = "$defs" if "$defs" in self.document else "definitions"
         self._dialect = self.document.get("$schema", _DIALECT)
@@ -165,7 +186,7 @@ class Schemas:
                 "$ref": f"#/{self._key}/{definition}",
                 self._key: self.definitions,
             }
-            compiled = self._compiled[definition] = _Compiled(root)
+            compiled = self._compiled[definition] = _Compiled(root, self._registry)
         return compiled
 
     def is_valid(self, definition: str, instance: object) -> bool:

@@ -45,8 +45,14 @@ def test_a_complete_result_is_checked_against_its_methods_type() -> None:
 
 def test_a_task_result_passes_only_when_the_request_declared_the_extension() -> None:
     checks = MessageChecks("2026-07-28")
-    task = {"resultType": "task", "taskId": "t1", "status": "working"}
+    when = "2026-11-03T18:04:05.123Z"
+    task = {"resultType": "task", "taskId": "t1", "status": "working", "createdAt": when,
+            "lastUpdatedAt": when, "ttlMs": None}  # fmt: skip
     assert checks.response(answered(task), call({TASKS_EXTENSION: {}})) == []
+    # typed by the extension's CreateTaskResult, as the capture checker types it
+    assert found(checks.response(answered({**task, "ttlMs": 1.5}), call({TASKS_EXTENSION: {}})))[
+        0
+    ][:2] == ("CreateTaskResult", "/ttlMs")
     assert found(checks.response(answered(task), call())) == [
         (
             "Result",

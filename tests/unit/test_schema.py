@@ -339,7 +339,14 @@ def test_the_tasks_extension_schema_hash_matches_readme() -> None:
     assert hashlib.sha256(packaged.read_bytes()).hexdigest() == digest
     document = load_extension_document()
     assert document["$schema"] == "https://json-schema.org/draft/2020-12/schema"
-    assert len(document["$defs"]) == 76
+    assert len(document["$defs"]) == 18
+    # every reference is local or into the packaged 2026-07-28 core, and names a real $def
+    core = load_document()["$defs"]
+    refs = re.findall(r'"\$ref": "([^"]*)"', path.read_text())
+    for ref in refs:
+        where, name = ref.rsplit("/", 1)
+        assert where in {"#/$defs", "urn:presa-trio:schema:2026-07-28#/$defs"}, ref
+        assert name in (document["$defs"] if where == "#/$defs" else core), ref
 
 
 @pytest.mark.parametrize(

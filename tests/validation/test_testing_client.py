@@ -57,5 +57,5 @@ def test_outgoing_task_requests_are_checked(client: Client) -> None:
     with pytest.raises(SchemaViolationError, match='GetTaskRequest at /params: "taskId"'):
         client.check_outgoing(client.message("tasks/get", {}))
     bare = {"jsonrpc": "2.0", "id": 3, "method": "tasks/cancel", "params": {"taskId": "t-1"}}
-    with pytest.raises(SchemaViolationError, match='RequestParams at /: "_meta" is a required'):
+    with pytest.raises(SchemaViolationError, match='RequestParams at /params: "_meta" is a req'):
         client.check_outgoing(bare)
