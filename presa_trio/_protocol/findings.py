@@ -1,14 +1,16 @@
 """A finding of the capture checker: one problem on one line of a capture, and the stable
 names of the rules that find them.
 
-Pure values; the checker (capture.py) makes them, the command line and the public
-``presa_trio.validation`` module print and export them.
+Pure values; the checker (capture.py) collects them line by line (``LineFindings``), the
+command line and the public ``presa_trio.validation`` module print and export them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+
+from .schema import Schemas
 
 #: The rules, by stable short name (printed, written to JSON and JUnit; never reworded).
 RULES: dict[str, str] = {
@@ -54,3 +56,27 @@ class Finding:
             "pointer": self.pointer,
             "message": self.message,
         }
+
+
+class LineFindings:
+    """The findings of one line as the checker collects them, each (pointer, message) once."""
+
+    __slots__ = ("direction", "found", "number", "seen")
+
+    def __init__(self, number: int) -> None:
+        self.number = number
+        self.direction: str | None = None
+        self.found: list[Finding] = []
+        self.seen: set[tuple[str, str]] = set()
+
+    def add(self, definition: str, pointer: str, message: str, rule: str) -> None:
+        if (pointer, message) in self.seen:
+            return
+        self.seen.add((pointer, message))
+        self.found.append(Finding(self.number, definition, pointer, message, self.direction, rule))
+
+    def schema(self, schemas: Schemas, definition: str, instance: object, prefix: str) -> None:
+        """A ``schema`` finding for each way ``instance`` fails ``definition``, its pointer
+        under ``prefix`` (``/result``)."""
+        for violation in schemas.violations(definition, instance):
+            self.add(definition, prefix + violation.pointer, violation.message, "schema")
