@@ -1,7 +1,8 @@
-"""The Tasks extension (SEP-2663) against its vendored schema: what presa_trio's own Tasks
-traffic looks like passes, and the failures the official conformance runner's task checks
-look for (tasks-lifecycle, tasks-wire-fields, tasks-dispatch-and-envelope) are findings, each
-at its leaf. Test data written here, from the checks' descriptions."""
+"""The Tasks extension (SEP-2663) against presa_trio's schema of it (schema/README.md): what
+presa_trio's own Tasks traffic looks like passes, and the failures the official conformance
+runner's task checks look for (tasks-lifecycle, tasks-wire-fields,
+tasks-dispatch-and-envelope) are findings, each at its leaf. Test data written here, from the
+checks' descriptions."""
 
 from __future__ import annotations
 
@@ -39,6 +40,7 @@ def findings(method: str, params: dict[str, Any], result: dict[str, Any]) -> lis
 CALL = ("tools/call", {"name": "slow_compute", "arguments": {"seconds": 2}})
 GET = ("tasks/get", {"taskId": "t-1"})
 CANCEL = ("tasks/cancel", {"taskId": "t-1"})
+UPDATE = ("tasks/update", {"taskId": "t-1", "inputResponses": {}})
 
 
 ELICIT = {"method": "elicitation/create", "params": {"message": "Delete f?", "requestedSchema": {
@@ -66,6 +68,19 @@ def test_presa_trio_task_wire_shapes_pass(changes: dict[str, Any]) -> None:
     assert [str(f) for f in check_capture([*exchange(*GET, wire.detailed(task)),
                                            json.dumps(note)])] == []  # fmt: skip
     assert findings(*CANCEL, {"resultType": "complete"}) == []
+
+
+@pytest.mark.parametrize(
+    "result",
+    [
+        # tasks-wire-field-renames: ttlMs null (no limit) and no pollIntervalMs are both fine
+        {"resultType": "task", **BASE, "status": "working", "ttlMs": None},
+        {"resultType": "task", **{k: v for k, v in BASE.items() if k != "pollIntervalMs"},
+         "status": "working"},
+    ],
+)  # fmt: skip
+def test_the_runners_accepted_task_shapes_pass(result: dict[str, Any]) -> None:
+    assert findings(*CALL, result) == []
 
 
 @pytest.mark.parametrize(
@@ -101,6 +116,21 @@ def test_presa_trio_task_wire_shapes_pass(changes: dict[str, Any]) -> None:
         ("get answered as a task", GET, {"resultType": "task", **BASE, "status": "working"},
          [("result-type", "/result/resultType")]),
         ("cancel ack without resultType", CANCEL, {}, [("schema", "/result")]),
+        ("cancel ack typed as a task", CANCEL, {"resultType": "task"},
+         [("result-type", "/result/resultType"), ("schema", "/result")]),
+        ("update ack typed as a task", UPDATE, {"resultType": "task"},
+         [("result-type", "/result/resultType"), ("schema", "/result")]),
+        # sep-2663-tasks-get-status-failed: the error inlined
+        ("failed without error", GET, {"resultType": "complete", **BASE, "status": "failed"},
+         [("schema", "/result")]),
+        # tasks/update carries inputResponses, each an answer to an input request; the
+        # runner's own probe {"unknown-key": {"ignored": true}} (tasks-result-type-complete-on-
+        # non-task-responses) is no such answer, and the official zod validators refuse it too
+        ("update without inputResponses", ("tasks/update", {"taskId": "t-1"}),
+         {"resultType": "complete"}, [("schema", "/params")]),
+        ("the runner's update probe", ("tasks/update", {"taskId": "t-1", "inputResponses": {
+            "unknown-key": {"ignored": True}}}), {"resultType": "complete"},
+         [("schema", "/params/inputResponses/unknown-key")]),
     ],
 )  # fmt: skip
 def test_the_runners_task_failures_are_findings(
