@@ -202,12 +202,12 @@ class Client:
         routed = self.app.dispatcher.routes.get(method)
         # this client declares the Tasks extension on its requests: a task result is typed
         extension = (
-            self._tasks().result_definition(method, result, declared=True)
+            self._tasks().result_violations(method, result, declared=True)
             if self.validate
             else None
         )
         if extension is not None:
-            self._raise(self._tasks().schemas.violations(extension, result))
+            self._raise(extension)
         elif kind == "input_required":
             self._violations("InputRequiredResult", result)
         elif kind != "complete":

@@ -128,9 +128,9 @@ class MessageChecks:
                 return self.schemas.violations(definition, result)
             return []
         kind = result.get("resultType")
-        extension = self._tasks().result_definition(method, result, declares_tasks(params))
+        extension = self._tasks().result_violations(method, result, declares_tasks(params))
         if extension is not None:
-            return self._tasks().schemas.violations(extension, result)
+            return extension
         if kind == "input_required":
             return self.schemas.violations("InputRequiredResult", result)
         if kind not in CORE_RESULT_TYPES:

@@ -107,13 +107,9 @@ def _result(
     elif isinstance(kind, str) and kind != "complete":
         extension = state.tasks.result_types.get(kind)
         if extension is not None and tasks_in_use:
-            if method not in (None, "tools/call"):
-                out.add(
-                    extension,
-                    "/result/resultType",
-                    f"resultType {kind!r} answers only tools/call, not {method}",
-                    "result-type",
-                )
+            why = state.tasks.ineligible(method, result)
+            if why is not None:
+                out.add(extension, "/result/resultType", why, "result-type")
             typed, became_task = (state.tasks.schemas, extension), True
         else:
             why = (

@@ -159,10 +159,17 @@ class ExtensionCatalog:
     notifications: dict[str, Method] = field(default_factory=dict)
     #: resultType value -> the ``$def`` of a result of that type (``task`` -> CreateTaskResult)
     result_types: dict[str, str] = field(default_factory=dict)
+    #: The requests such a result may answer (SEP-2663, Supported Methods: ``tools/call``).
+    eligible: frozenset[str] = frozenset()
 
     @classmethod
     def tasks(cls, schemas: Schemas) -> ExtensionCatalog:
-        catalog = cls(TASKS_EXTENSION, schemas, result_types={"task": "CreateTaskResult"})
+        catalog = cls(
+            TASKS_EXTENSION,
+            schemas,
+            result_types={"task": "CreateTaskResult"},
+            eligible=frozenset({"tools/call"}),
+        )
         for name, definition in schemas.definitions.items():
             method = _method_of(definition)
             if method is None:
@@ -217,3 +224,28 @@ class ExtensionCatalog:
         if declared and isinstance(kind, str):
             return self.result_types.get(kind)
         return None
+
+    def ineligible(self, method: str | None, result: Mapping[str, Any]) -> str | None:
+        """Why a result of one of the extension's ``resultType`` values cannot answer
+        ``method`` (a client MUST treat it as invalid); None when it can, or is not one."""
+        kind = result.get("resultType")
+        if not isinstance(kind, str) or kind not in self.result_types or method is None:
+            return None
+        if method in self.eligible:
+            return None
+        return f"resultType {kind!r} answers only {', '.join(sorted(self.eligible))}, not {method}"
+
+    def result_violations(
+        self, method: str | None, result: Mapping[str, Any], declared: bool
+    ) -> list[Violation] | None:
+        """How a result fails the extension ``$def`` that types it (``result_definition``),
+        an ineligible method first; None when the extension does not type it."""
+        definition = self.result_definition(method, result, declared)
+        if definition is None:
+            return None
+        found = []
+        if method not in self.requests:
+            why = self.ineligible(method, result)
+            if why is not None:
+                found.append(Violation(definition, "/resultType", why))
+        return found + self.schemas.violations(definition, result)

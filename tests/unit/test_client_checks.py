@@ -64,6 +64,36 @@ def test_a_task_result_passes_only_when_the_request_declared_the_extension() -> 
     ]
 
 
+def test_a_task_answers_only_tools_call_and_task_methods_are_typed() -> None:
+    checks = MessageChecks("2026-07-28")
+    when = "2026-11-03T18:04:05.123Z"
+    task = {"resultType": "task", "taskId": "t1", "status": "working", "createdAt": when,
+            "lastUpdatedAt": when, "ttlMs": None}  # fmt: skip
+    read = {**call({TASKS_EXTENSION: {}}), "method": "resources/read"}
+    assert found(checks.response(answered(task), read)) == [
+        ("CreateTaskResult", "/resultType", "resultType 'task' answers only tools/call, not "
+         "resources/read")
+    ]  # fmt: skip
+    get = modern_request(
+        2, "tasks/get", {"taskId": "t1"}, {"name": "c", "version": "1"}, capabilities={}
+    )
+    assert checks.request(get) == []
+    assert found(checks.request({**get, "params": {}})) == [
+        ("GetTaskRequest", "/params", '"taskId" is a required property'),
+        ("RequestParams", "/params", '"_meta" is a required property'),
+    ]
+    assert found(checks.response(answered(task), get)) == [
+        ("GetTaskResult", "/resultType", '"complete" was expected')
+    ]
+    done = {**task, "resultType": "complete", "status": "completed", "result": {}}
+    assert checks.response(answered(done), get) == []
+    note = {"jsonrpc": "2.0", "method": "notifications/tasks", "params": {**done, "ttlMs": "x"}}
+    assert found(checks.server_notification(note))[0][:2] == (
+        "TaskStatusNotification",
+        "/params/ttlMs",
+    )
+
+
 def test_an_older_sessions_task_augmented_call_is_a_create_task_result() -> None:
     checks = MessageChecks("2025-11-25")
     request = {

@@ -59,3 +59,12 @@ def test_outgoing_task_requests_are_checked(client: Client) -> None:
     bare = {"jsonrpc": "2.0", "id": 3, "method": "tasks/cancel", "params": {"taskId": "t-1"}}
     with pytest.raises(SchemaViolationError, match='RequestParams at /params: "_meta" is a req'):
         client.check_outgoing(bare)
+
+
+def test_a_task_answering_anything_but_tools_call_is_refused(client: Client) -> None:
+    with pytest.raises(SchemaViolationError) as caught:
+        client.check_incoming(answer({"resultType": "task", **TASK}), "resources/read")
+    assert str(caught.value) == (
+        "CreateTaskResult at /resultType: resultType 'task' answers only tools/call, not "
+        "resources/read"
+    )
