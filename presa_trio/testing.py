@@ -34,13 +34,14 @@ from ._client.remote import RemoteClient as RemoteClient
 from ._client.transports import HttpTransport, open_spawned
 from ._client.transports import TransportError as TransportError
 from ._client.wire import ProtocolError as ProtocolError
+from ._protocol.catalog import ExtensionCatalog
 from ._protocol.dialect import (
     META_CLIENT_CAPABILITIES,
     META_CLIENT_INFO,
     META_PROTOCOL_VERSION,
     PROTOCOL_VERSION,
 )
-from ._protocol.schema import Schemas, error_definition
+from ._protocol.schema import Schemas, Violation, error_definition
 from ._server import Server
 from ._session_client import SessionClient as SessionClient
 from ._session_client import open_session as open_session
@@ -107,6 +108,7 @@ class Client:
         self._next_id = 0
         self._requests = self.schemas.request_definitions()
         self._notifications = self.schemas.notification_definitions()
+        self._tasks_catalog: ExtensionCatalog | None = None  # loaded at the first task message
 
     # ------------------------------------------------------------------ building
 
@@ -157,30 +159,68 @@ class Client:
         if found:
             raise SchemaViolationError("\n".join(str(v) for v in found))
 
+    def _tasks(self) -> ExtensionCatalog:
+        """The Tasks extension's (SEP-2663) catalog: its methods, results and notifications,
+        the same rules every checker of presa_trio applies."""
+        if self._tasks_catalog is None:
+            self._tasks_catalog = ExtensionCatalog.load_tasks()
+        return self._tasks_catalog
+
+    def _raise(self, found: list[Violation]) -> None:
+        if found and self.validate:
+            raise SchemaViolationError("\n".join(str(v) for v in found))
+
     def check_outgoing(self, message: Mapping[str, Any]) -> None:
-        definition = self._requests.get(message["method"])
+        method = message["method"]
+        definition = self._requests.get(method)
+        if definition is None and self.validate:
+            extension = self._tasks().request_violations(message, self.schemas)
+            if extension is not None:
+                self._raise(extension)
+                return
         self._violations(definition or "JSONRPCRequest", message)
 
     def check_incoming(self, message: dict[str, Any], method: str) -> None:
         if "method" in message:
             if "id" in message:
                 raise SchemaViolationError(f"server sent a request on a {method} stream")
-            self._violations(
-                self._notifications.get(message["method"], "JSONRPCNotification"), message
-            )
+            name = message["method"]
+            if name not in self._notifications and self.validate:
+                extension = self._tasks().notification_violations(message)
+                if extension is not None:
+                    self._raise(extension)
+                    return
+            self._violations(self._notifications.get(name, "JSONRPCNotification"), message)
         elif "error" in message:
             self._violations(error_definition(message["error"].get("code")), message)
         else:
             self._violations("JSONRPCResultResponse", message)
-            result = message["result"]
-            kind = result.get("resultType")
-            routed = self.app.dispatcher.routes.get(method)
-            if kind == "input_required":
-                self._violations("InputRequiredResult", result)
-            elif kind == "complete" and routed is not None and routed.result_def:
-                self._violations(routed.result_def, result)
-            else:
-                self._violations("Result", result)
+            self._check_result(message["result"], method)
+
+    def _check_result(self, result: dict[str, Any], method: str) -> None:
+        kind = result.get("resultType")
+        routed = self.app.dispatcher.routes.get(method)
+        # this client declares the Tasks extension on its requests: a task result is typed
+        extension = (
+            self._tasks().result_violations(method, result, declared=True)
+            if self.validate
+            else None
+        )
+        if extension is not None:
+            self._raise(extension)
+        elif kind == "input_required":
+            self._violations("InputRequiredResult", result)
+        elif kind != "complete":
+            self._violations("Result", result)  # a resultType that is not a string
+            if self.validate:
+                raise SchemaViolationError(
+                    f"Result at /resultType: {kind!r} is neither complete, input_required nor "
+                    "task (the Tasks extension's)"
+                )
+        elif routed is not None and routed.result_def:
+            self._violations(routed.result_def, result)
+        else:
+            self._violations("Result", result)
 
     # ------------------------------------------------------------------ sending
 

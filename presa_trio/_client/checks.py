@@ -5,8 +5,9 @@ client that negotiated ``version`` (2026-07-28, or an ``initialize`` era's 2025-
 2025-06-18) and checks the message against the vendored schema of that version. A result is
 checked against the typed result of its request's method; in 2026-07-28 a ``resultType`` the
 core schema does not define is a violation, unless it is ``task`` and the request declared
-the Tasks extension (SEP-2663), whose messages it does not type. It raises nothing and sends
-nothing: the client (``_client/remote.py``) does.
+the Tasks extension (SEP-2663). Tasks-extension requests, results and notifications are typed
+by the same ``ExtensionCatalog`` the capture checker and the in-process client use. It raises
+nothing and sends nothing: the client (``_client/remote.py``) does.
 """
 
 from __future__ import annotations
@@ -14,10 +15,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, final
 
-from .._protocol.dialect import META_CLIENT_CAPABILITIES, PROTOCOL_VERSION
+from .._protocol.catalog import ExtensionCatalog, declares_tasks
+from .._protocol.dialect import PROTOCOL_VERSION
 from .._protocol.era import LEGACY_VERSIONS, result_definition
 from .._protocol.schema import Schemas, Violation, error_definition, load_document
-from .wire import TASKS_EXTENSION
 
 #: The versions whose schema is vendored, newest first.
 CHECKED_VERSIONS: tuple[str, ...] = (PROTOCOL_VERSION, *LEGACY_VERSIONS)
@@ -46,13 +47,24 @@ class MessageChecks:
         self._response = (
             "JSONRPCResultResponse" if "JSONRPCResultResponse" in defined else "JSONRPCResponse"
         )
+        #: The Tasks extension (2026-07-28 only), loaded at its first message.
+        self._tasks_catalog: ExtensionCatalog | None = None
+
+    def _tasks(self) -> ExtensionCatalog:
+        if self._tasks_catalog is None:
+            self._tasks_catalog = ExtensionCatalog.load_tasks()
+        return self._tasks_catalog
 
     # ------------------------------------------------------------------ the client's
 
     def request(self, message: Mapping[str, Any]) -> list[Violation]:
         """A request this client sends."""
-        definition = self._requests.get(str(message.get("method")), "JSONRPCRequest")
-        return self.schemas.violations(definition, message)
+        definition = self._requests.get(str(message.get("method")))
+        if definition is None and self.modern:
+            extension = self._tasks().request_violations(message, self.schemas)
+            if extension is not None:
+                return extension
+        return self.schemas.violations(definition or "JSONRPCRequest", message)
 
     def notification(self, message: Mapping[str, Any]) -> list[Violation]:
         """A notification this client sends."""
@@ -74,8 +86,12 @@ class MessageChecks:
 
     def server_notification(self, message: Mapping[str, Any]) -> list[Violation]:
         method = str(message.get("method"))
-        definition = self._notifications.get(method, "JSONRPCNotification")
-        return self.schemas.violations(definition, message)
+        definition = self._notifications.get(method)
+        if definition is None and self.modern:
+            extension = self._tasks().notification_violations(message)
+            if extension is not None:
+                return extension
+        return self.schemas.violations(definition or "JSONRPCNotification", message)
 
     def server_request(self, message: Mapping[str, Any]) -> list[Violation]:
         """A request the server sent: the older era's elicitation, sampling, roots, ping; a
@@ -112,10 +128,11 @@ class MessageChecks:
                 return self.schemas.violations(definition, result)
             return []
         kind = result.get("resultType")
+        extension = self._tasks().result_violations(method, result, declares_tasks(params))
+        if extension is not None:
+            return extension
         if kind == "input_required":
             return self.schemas.violations("InputRequiredResult", result)
-        if kind == "task" and _declares_tasks(params):
-            return self.schemas.violations("Result", result)
         if kind not in CORE_RESULT_TYPES:
             allowed = ", ".join(CORE_RESULT_TYPES)
             why = f"{kind!r} is not a result type of {PROTOCOL_VERSION} ({allowed})"
@@ -125,13 +142,6 @@ class MessageChecks:
         if typed in self.schemas.definitions:
             return self.schemas.violations(typed, result)
         return self.schemas.violations("Result", result)
-
-
-def _declares_tasks(params: object) -> bool:
-    meta = params.get("_meta") if isinstance(params, Mapping) else None
-    capabilities = meta.get(META_CLIENT_CAPABILITIES) if isinstance(meta, Mapping) else None
-    extensions = capabilities.get("extensions") if isinstance(capabilities, Mapping) else None
-    return isinstance(extensions, Mapping) and TASKS_EXTENSION in extensions
 
 
 def _methods_of(schemas: Schemas, union: str) -> dict[str, str]:

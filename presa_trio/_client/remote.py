@@ -7,7 +7,8 @@ message both ways against the vendored schema of the negotiated version (``check
 answers the server's questions (2026-07-28 ``input_required`` rounds, an older server's
 pushed elicitation, sampling, roots and ping) through one ``answer(key, request)``. It bounds
 the waits it owns (the handshake, the end of a session); a request waits as long as the test
-lets it (``trio.fail_after``). It does not follow tasks, reconnect or retry.
+lets it (``trio.fail_after``). It checks Tasks-extension messages but does not poll tasks by
+itself, reconnect or retry.
 """
 
 from __future__ import annotations

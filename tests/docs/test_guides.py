@@ -23,7 +23,7 @@ GUIDES = {
     "docs/guides/context.md": 3,
     "docs/guides/tasks.md": 2,
     "docs/guides/listen.md": 1,
-    "docs/guides/testing.md": 4,
+    "docs/guides/testing.md": 5,
     "docs/guides/sessions.md": 3,
     "docs/guides/auth.md": 1,
     "docs/guides/observability.md": 1,

@@ -111,14 +111,6 @@ async def test_a_clean_exchange_finds_nothing_and_check_exits_0(proxy: Proxy) ->
     assert proxy.stderr().splitlines()[-1] == f"{PREFIX}2 line(s) recorded, 0 finding(s)"
 
 
-NEEDS_THE_NEW_CHECKER = pytest.mark.xfail(
-    reason="checked by the capture checker of issue 39 part 1 (responses to no request, HTTP "
-    "statuses); the checker on this branch reads messages only",
-    strict=True,
-)
-
-
-@NEEDS_THE_NEW_CHECKER
 async def test_a_result_to_an_id_nobody_sent_is_reported(proxy: Proxy) -> None:
     answer = await request(proxy.port, *call("stray"))
     assert answer.messages[0]["id"] == 999
@@ -127,7 +119,6 @@ async def test_a_result_to_an_id_nobody_sent_is_reported(proxy: Proxy) -> None:
     assert " at /id: " in findings(proxy)[0]
 
 
-@NEEDS_THE_NEW_CHECKER
 async def test_a_result_with_status_500_is_reported(proxy: Proxy) -> None:
     answer = await request(proxy.port, *call("bad_status"))
     assert answer.status == 500 and json.loads(answer.body)["result"]["content"]

@@ -96,11 +96,6 @@ def test_the_capture_holds_the_session_its_streams_and_its_end(session: Session)
     assert accepted["http"]["status"] == 202 and "message" not in accepted
 
 
-@pytest.mark.xfail(
-    reason="old-era schemas and lines without a message are the capture checker of issue "
-    "39 part 1; the checker on this branch knows 2026-07-28 messages only",
-    strict=True,
-)
 def test_the_old_era_session_yields_no_finding(session: Session) -> None:
     assert session.status == 0, session.stderr
     validated = presa("validate", str(session.capture))

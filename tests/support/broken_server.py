@@ -3,9 +3,11 @@
 
 ``python broken_server.py BREAK`` serves on stdin/stdout; ``broken_server:app`` is the same
 server as an ASGI app (one message per POST), its break named by the path
-(``http://127.0.0.1:PORT/BREAK``). Every break but ``old-*`` speaks 2026-07-28; ``old-*`` refuses
-``server/discover`` as an older server does and serves an ``initialize`` session
-(2025-11-25). Over stdio, ``exit-on-call`` exits (status 4) when a tool is called.
+(``http://127.0.0.1:PORT/BREAK``). Every break but ``old-*`` speaks 2026-07-28; ``old-*``
+refuses ``server/discover`` as an older server does and serves an ``initialize`` session
+(2025-11-25). The ``task-*`` breaks speak the Tasks extension: ``tools/call`` answers a task,
+``tasks/get`` and ``tasks/cancel`` are answered. Over stdio, ``exit-on-call`` exits
+(status 4) when a tool is called.
 """
 
 from __future__ import annotations
@@ -28,6 +30,9 @@ LISTED = {"resultType": "complete", "ttlMs": 0, "cacheScope": "public"}
 TOOL = {"name": "echo", "inputSchema": {"type": "object"}}
 TEXT = {"resultType": "complete", "content": [{"type": "text", "text": "hi"}]}
 PROGRESS = {"jsonrpc": "2.0", "method": "notifications/progress"}
+WHEN = "2026-11-03T18:04:05.123Z"
+TASK = {"taskId": "t1", "status": "working", "createdAt": WHEN, "lastUpdatedAt": WHEN,
+        "ttlMs": None}  # fmt: skip
 
 # What each break answers to tools/call (a list: notifications first, then the result).
 CALL_ANSWERS: dict[str, list[dict[str, Any]]] = {
@@ -35,10 +40,31 @@ CALL_ANSWERS: dict[str, list[dict[str, Any]]] = {
     "content-not-a-list": [{"resultType": "complete", "content": "not a list"}],
     "result-type-typo": [{"resultType": "completed", "contents": []}],
     "task-undeclared": [{"resultType": "task", "taskId": "t1", "status": "working"}],
+    "task-bogus": [{"resultType": "task", **TASK, "taskId": 17, "status": "bogus"}],
     "progress-type": [{**PROGRESS, "params": {"progressToken": "p", "progress": "half"}}, TEXT],
     "request-on-stream": [{"id": 99, "method": "roots/list"}, TEXT],
     "old-is-error-type": [{"content": [{"type": "text", "text": "hi"}], "isError": "no"}],
 }
+
+# The Tasks extension (SEP-2663): what each break answers to tasks/get and tasks/cancel
+# ("*": every other break); tools/call answers a working task for the ``task-*`` breaks.
+COMPLETED = {"resultType": "complete", **TASK, "status": "completed", "result": TEXT}
+TASK_ANSWERS: dict[str, dict[str, list[dict[str, Any]]]] = {
+    "tasks/get": {
+        "*": [COMPLETED],
+        "task-get-no-result": [{k: v for k, v in COMPLETED.items() if k != "result"}],
+        "task-note-bogus": [
+            {"method": "notifications/tasks", "params": {**TASK, "ttlMs": "x"}},
+            COMPLETED,
+        ],
+    },
+    "tasks/cancel": {
+        "*": [{"resultType": "complete"}],
+        "task-cancel-as-task": [{"resultType": "task", **TASK}],
+    },
+}
+for _break in {name for found in TASK_ANSWERS.values() for name in found} - {"*"}:
+    CALL_ANSWERS[_break] = [{"resultType": "task", **TASK}]
 
 
 def answers(message: dict[str, Any], broken: str) -> list[dict[str, Any]]:
@@ -62,6 +88,11 @@ def answers(message: dict[str, Any], broken: str) -> list[dict[str, Any]]:
             del result["serverInfo"]
     elif method == "tools/list":
         result = {"tools": [TOOL]} if old else {**LISTED, "tools": [TOOL]}
+    elif method in TASK_ANSWERS:
+        *sent, result = TASK_ANSWERS[method].get(broken, TASK_ANSWERS[method]["*"])
+        return [{"jsonrpc": "2.0", **m} for m in sent] + [
+            {"jsonrpc": "2.0", "id": request_id, "result": result}
+        ]
     elif method == "tools/call":
         *sent, result = CALL_ANSWERS.get(broken, [TEXT])
         return [{"jsonrpc": "2.0", **m} for m in sent] + [

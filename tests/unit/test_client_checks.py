@@ -45,8 +45,15 @@ def test_a_complete_result_is_checked_against_its_methods_type() -> None:
 
 def test_a_task_result_passes_only_when_the_request_declared_the_extension() -> None:
     checks = MessageChecks("2026-07-28")
-    task = {"resultType": "task", "taskId": "t1", "status": "working"}
+    when = "2026-11-03T18:04:05.123Z"
+    task = {"resultType": "task", "taskId": "t1", "status": "working", "createdAt": when,
+            "lastUpdatedAt": when, "ttlMs": None}  # fmt: skip
     assert checks.response(answered(task), call({TASKS_EXTENSION: {}})) == []
+    # typed by the extension's CreateTaskResult, as the capture checker types it
+    declared = call({TASKS_EXTENSION: {}})
+    assert found(checks.response(answered({**task, "ttlMs": 1.5}), declared)) == [
+        ("CreateTaskResult", "/ttlMs", '1.5 is not of types "null", "integer"')
+    ]
     assert found(checks.response(answered(task), call())) == [
         (
             "Result",
@@ -55,6 +62,36 @@ def test_a_task_result_passes_only_when_the_request_declared_the_extension() -> 
             " needs the Tasks extension, which the request did not declare",
         )
     ]
+
+
+def test_a_task_answers_only_tools_call_and_task_methods_are_typed() -> None:
+    checks = MessageChecks("2026-07-28")
+    when = "2026-11-03T18:04:05.123Z"
+    task = {"resultType": "task", "taskId": "t1", "status": "working", "createdAt": when,
+            "lastUpdatedAt": when, "ttlMs": None}  # fmt: skip
+    read = {**call({TASKS_EXTENSION: {}}), "method": "resources/read"}
+    assert found(checks.response(answered(task), read)) == [
+        ("CreateTaskResult", "/resultType", "resultType 'task' answers only tools/call, not "
+         "resources/read")
+    ]  # fmt: skip
+    get = modern_request(
+        2, "tasks/get", {"taskId": "t1"}, {"name": "c", "version": "1"}, capabilities={}
+    )
+    assert checks.request(get) == []
+    assert found(checks.request({**get, "params": {}})) == [
+        ("GetTaskRequest", "/params", '"taskId" is a required property'),
+        ("RequestParams", "/params", '"_meta" is a required property'),
+    ]
+    assert found(checks.response(answered(task), get)) == [
+        ("GetTaskResult", "/resultType", '"complete" was expected')
+    ]
+    done = {**task, "resultType": "complete", "status": "completed", "result": {}}
+    assert checks.response(answered(done), get) == []
+    note = {"jsonrpc": "2.0", "method": "notifications/tasks", "params": {**done, "ttlMs": "x"}}
+    assert found(checks.server_notification(note))[0][:2] == (
+        "TaskStatusNotification",
+        "/params/ttlMs",
+    )
 
 
 def test_an_older_sessions_task_augmented_call_is_a_create_task_result() -> None:
