@@ -21,6 +21,7 @@ import trio
 import trio.testing
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # callgrind.py beside this file
 
 from presa_trio import Context, Runtime, Server
 from presa_trio._protocol.jsonrpc import encode, parse_message
@@ -383,7 +384,48 @@ async def folded_floor(count: int) -> float:
     return await _parked_bytes(count, tool)
 
 
+COUNTED = {"plain": CALL_PING, "creation": CALL_TASK}
+
+
+async def count_one(op: str, n: int) -> None:
+    """``n`` of one operation after a warm-up, for ``instructions`` (run under callgrind)."""
+    server = build()
+    async with server.open_runtime() as runtime:
+        await warm_up(server, runtime)
+        data = COUNTED[op]
+        for _ in range(n):
+            await rpc(server, runtime, data)
+        await trio.testing.wait_all_tasks_blocked()  # a creation's run is counted too
+
+
+def instructions(n: int) -> None:
+    """Machine instructions per plain call and per task creation (its run included), counted
+    by valgrind's callgrind: exact for the same binaries, whatever else the machine does.
+    Two runs per operation, ``n`` operations apart; the difference is the operations alone
+    (each run also pays for starting Python, building the server and the warm-up)."""
+    import subprocess
+
+    import callgrind
+
+    if not callgrind.available():
+        raise SystemExit(callgrind.MISSING)
+    per: dict[str, float] = {}
+    for op in COUNTED:
+        counts = []
+        for ops in (100, 100 + n):
+            command = [*callgrind.PREFIX, sys.executable, __file__, "--count-one", op,
+                       "-n", str(ops)]  # fmt: skip
+            done = subprocess.run(command, capture_output=True, text=True, check=True)
+            counts.append(callgrind.collected(done.stderr))
+        per[op] = (counts[1] - counts[0]) / n
+        print(f"   {op:<10} {per[op]:>11,.0f} instructions", flush=True)
+    print(f"   a creation is {per['plain'] / per['creation']:.3f}x a plain call")
+
+
 async def main(args: argparse.Namespace) -> None:
+    if args.count_one:
+        await count_one(args.count_one, args.n)
+        return
     if args.opcodes:
         server = build()
         async with server.open_runtime() as runtime:
@@ -483,4 +525,16 @@ if __name__ == "__main__":
     parser.add_argument("--quick", action="store_true", help="smaller counts (a smoke run)")
     parser.add_argument("--profile", action="store_true", help="always print tracemalloc top 15")
     parser.add_argument("--opcodes", action="store_true", help="only count opcodes per op")
-    trio.run(main, parser.parse_args())
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="only count machine instructions per op (valgrind; about 2 min with -n 1000)",
+    )
+    parser.add_argument("-n", type=int, default=1000, help="ops per count (--instructions)")
+    parser.add_argument("--count-one", choices=sorted(COUNTED), help=argparse.SUPPRESS)
+    arguments = parser.parse_args()
+    if arguments.instructions:
+        print(f"Machine instructions per op (callgrind, {arguments.n:,} ops)")
+        instructions(arguments.n)
+    else:
+        trio.run(main, arguments)

@@ -47,6 +47,7 @@ from .sql import (
     messages_after,
     record_schema_version,
 )
+from .tally import Tally
 
 logger = logging.getLogger("presa_trio.postgres")
 
@@ -236,6 +237,8 @@ class PostgresDatabase:
         self._opening = trio.Lock()
         self._opened = False
         self._read = float("-inf")  # when ``_wait`` last read the message rows (monotonic)
+        #: Counts of this database's work, for benchmarks and tests (None: not counted).
+        self.tally: Tally | None = None
 
     async def open(self) -> None:
         """Open the pool (at once; ``run`` opens it on first use otherwise), or raise
@@ -260,6 +263,8 @@ class PostgresDatabase:
         await trio.to_thread.run_sync(partial(self.pool.close, timeout=self.timeout))
 
     async def run(self, fn: Callable[[Connection], T]) -> T:
+        if self.tally is not None:
+            fn = self.tally.counting(fn)
         return await self._on_connection(partial(_one_by_one, fn=fn))
 
     async def _on_connection(self, use: Callable[[psycopg.Connection[Any]], T]) -> T:
@@ -278,11 +283,17 @@ class PostgresDatabase:
 
     async def write(self, fn: Callable[[Connection], T]) -> T:
         statements = _in_pipeline if self._pipelined else _one_by_one
-        return await self._on_connection(partial(statements, fn=in_transaction(_BEGIN_WRITE, fn)))
+        transaction = in_transaction(_BEGIN_WRITE, fn)
+        if self.tally is not None:
+            transaction = self.tally.counting(transaction)
+            self.tally.wrote()
+        return await self._on_connection(partial(statements, fn=transaction))
 
     async def changes(
         self, after: int, attentive: bool, poll: float, wake: trio.Event, own: str = ""
     ) -> list[Message] | None:
+        if self.tally is not None:
+            self.tally.looked()
         try:
             return await trio.to_thread.run_sync(self._wait, after, own, abandon_on_cancel=True)
         except FAULTS as exc:

@@ -54,6 +54,7 @@ from .sql import (
     messages_after,
     record_schema_version,
 )
+from .tally import Tally
 
 logger = logging.getLogger("presa_trio.sqlite")
 
@@ -198,6 +199,8 @@ class SqliteDatabase:
         self._adopting = threading.Lock()
         self._moved: str | None = None  # why every call is refused, once the file is gone
         self._closed = False
+        #: Counts of this database's work, for benchmarks and tests (None: not counted).
+        self.tally: Tally | None = None
 
     async def aclose(self) -> None:
         await trio.lowlevel.checkpoint()
@@ -219,6 +222,8 @@ class SqliteDatabase:
         """``fn(connection)`` in a worker thread (autocommit: each statement its own
         transaction). A database failure raises ``StorageUnavailable``, and so does a path
         that no longer names the file after ``fn`` ran: what it wrote is not acknowledged."""
+        if self.tally is not None:
+            fn = self.tally.counting(fn)
         if self._moved is not None:
             await trio.lowlevel.checkpoint()
             raise StorageUnavailable(self._moved)
@@ -270,6 +275,8 @@ class SqliteDatabase:
             self._check_file()
             return result
 
+        if self.tally is not None:
+            self.tally.wrote()
         return await self.run(in_transaction(("BEGIN IMMEDIATE",), checked))
 
     def _refuse(self, moved: _Moved) -> NoReturn:
@@ -307,6 +314,8 @@ class SqliteDatabase:
                 # read per request that attends, on a busy server).
                 written = await self._until_written(poll)
         self._looked = trio.current_time()
+        if self.tally is not None:
+            self.tally.looked()
         try:
             rows = await trio.to_thread.run_sync(self._poll_once, after)
         except _Moved as moved:

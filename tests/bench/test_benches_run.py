@@ -121,6 +121,26 @@ def run(*args: str) -> str:
         ),
         # what its instruction counts run under valgrind, here without valgrind
         (("bench/sessions_bench.py", "--count-one", "modern,legacy", "-n", "20"), r"^$"),
+        (("bench/tasks_bench.py", "--count-one", "creation", "-n", "20"), r"^$"),
+        (
+            # two workers on memory and on SQLite, two clients, half a second each
+            (
+                "bench/tasks_concurrency.py",
+                "--stores",
+                "memory,sqlite",
+                "--clients",
+                "2",
+                "--reps",
+                "1",
+                "--seconds",
+                "0.5",
+                "--warm",
+                "0.2",
+            ),
+            r"2 concurrent client\(s\)\n\s+memory: [\d,]+\.\d(.|\n)*sqlite: [\d,]+\.\d"
+            r"(.|\n)*x memory \d\.\d{3}(.|\n)*database per task: calls \d+\.\d\d(.|\n)*"
+            r"errors: 0",
+        ),
         # a short stream resumed, memory and SQLite (each replay's length is checked)
         (
             (
@@ -159,6 +179,8 @@ def run(*args: str) -> str:
         "http_work-served",
         "sessions_bench",
         "sessions_bench-count-one",
+        "tasks_bench-count-one",
+        "tasks_concurrency",
         "resume_bench",
         "declare_bench",
         "validation_bench",

@@ -1,4 +1,4 @@
-"""The task runner on its own: nurseries, cancel scopes, parked channels, the mock clock."""
+"""The task runner on its own: nurseries, cancel scopes, parked rounds, the mock clock."""
 
 from __future__ import annotations
 
@@ -82,7 +82,7 @@ async def test_cancel_waits_for_cleanup_without_clock_time(
     assert len(runner.nursery.child_tasks) == 0
 
 
-async def test_parked_input_is_a_channel_per_key(
+async def test_parked_input_waits_per_key_and_each_answer_is_delivered_alone(
     runner: TaskRunner, mock_clock: trio.testing.MockClock
 ) -> None:
     async def work(handle: TaskHandle) -> Mapping[str, Any]:
@@ -104,6 +104,27 @@ async def test_parked_input_is_a_channel_per_key(
     assert done is not None and done.status is Status.COMPLETED
     assert done.result is not None and set(done.result["answers"]) == {"a", "b"}
     assert runner.parked_count() == 0 and len(runner.nursery.child_tasks) == 0
+
+
+async def test_a_creation_cancelled_on_the_memory_store_stores_nothing_and_runs_nothing(
+    runner: TaskRunner,
+) -> None:
+    """The memory store stores a record at its one checkpoint or not at all: a creation
+    cancelled there (its request went away) needs no shield to leave nothing behind."""
+    ran: list[str] = []
+
+    async def work(handle: TaskHandle) -> Mapping[str, Any]:
+        ran.append(handle.task_id)
+        return {"resultType": "complete", "content": []}
+
+    with trio.CancelScope() as scope:
+        scope.cancel()
+        await launch(runner, "gone", work)
+    assert scope.cancelled_caught
+    await launch(runner, "kept", work)
+    await trio.testing.wait_all_tasks_blocked()
+    assert await runner.store.get("gone") is None
+    assert ran == ["kept"] and runner.live_count == 0
 
 
 ROOTS = {"method": "roots/list"}

@@ -431,6 +431,7 @@ class _ToolCall:
         self.arguments = arguments
 
     async def __call__(self, handle: TaskHandle) -> Mapping[str, Any]:
+        del handle  # the tool reaches its task through its context: a parked task keeps none
         return await self.call_next(self.ctx, self.tool, self.arguments)
 
 

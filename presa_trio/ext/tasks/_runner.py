@@ -6,9 +6,10 @@ cancel scope, made when it is launched and before its record is stored: ``tasks/
 cancels that scope, so a cancel that arrives before the task first runs stops it at its
 first checkpoint, and whatever the work does after (a late result, say) is recorded as
 ``cancelled``. Inside the scope the task is a nursery whose deadline is its TTL. A tool that
-needs input parks on a memory channel, one for each round of questions; ``tasks/update``
-delivers each answer into it with its key. Every task runs behind an error boundary:
-nothing a tool does, and no store failure, reaches the runner nursery or another task.
+needs input parks on a ``_Round``, one for each round of questions (its answers and an event
+set once all have come); ``tasks/update`` delivers each answer into it with its key. Every
+task runs behind an error boundary: nothing a tool does, and no store failure, reaches the
+runner nursery or another task.
 
 What it does not do: reach a task another worker runs (``_forwarding``), or look for the
 tasks of a lost worker (``_reapers``, which fails them through ``commit``).
@@ -21,7 +22,7 @@ import math
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Any, final
+from typing import Any, NoReturn, final
 
 import trio
 
@@ -41,7 +42,7 @@ from ._states import (
     TaskRecord,
     apply,
 )
-from ._store import TaskLimits, TaskStore
+from ._store import InstantStore, TaskLimits, TaskStore
 
 logger = logging.getLogger("presa_trio.tasks")
 
@@ -80,7 +81,7 @@ class _Live:
     written: TaskRecord
     scope: trio.CancelScope
     nursery: trio.Nursery | None = None
-    parked: dict[str, trio.MemorySendChannel[tuple[str, Any]]] = field(default_factory=dict)
+    parked: dict[str, _Round] = field(default_factory=dict)  # key -> the round asking it
     done: trio.Event | None = None
 
     @property
@@ -88,6 +89,37 @@ class _Live:
         """The TTL ended the task (its nursery also cancels itself when a child fails)."""
         caught = self.nursery is not None and self.nursery.cancel_scope.cancelled_caught
         return caught and trio.current_time() >= self.deadline
+
+
+@final
+class _Round:
+    """One round of questions a task waits on (one ``ctx.input``): the answers as they are
+    delivered, and ``done``, set once every question has one. Closed when the wait ends:
+    an answer delivered after that is not used.
+
+    An event and a dict, not a memory channel: a parked task holds one round, and a channel
+    (its state, two ends and their sets of waiters) is several times its size.
+    """
+
+    __slots__ = ("answers", "done", "open", "wanted")
+
+    def __init__(self, wanted: int) -> None:
+        self.wanted = wanted
+        self.answers: dict[str, Any] = {}
+        self.done = trio.Event()
+        self.open = True
+
+    def deliver(self, key: str, answer: Any) -> bool:
+        """Give ``answer`` to the question ``key``; False once the wait has ended."""
+        if not self.open:
+            return False
+        self.answers[key] = answer
+        if len(self.answers) == self.wanted:
+            self.done.set()
+        return True
+
+    def close(self) -> None:
+        self.open = False
 
 
 @final
@@ -125,7 +157,7 @@ class _TaskInput:
         """Park until every request has an answer.
 
         The task shows the pending requests as ``inputRequests`` until ``tasks/update``
-        delivers into their channels. A wait that ends without all its answers while the
+        delivers into their round. A wait that ends without all its answers while the
         task goes on (the tool's own ``move_on_after`` around ``ctx.input``, say) withdraws
         the keys still unanswered: the record stops showing them, and an answer to them is
         ignored (SEP-2663 "superseded").
@@ -142,25 +174,23 @@ class _TaskInput:
         if not missing:
             await trio.lowlevel.checkpoint()
             return found
-        # One channel for the round, whatever its number of keys: each answer comes with its
-        # key, and room for all of them (a channel is about 2 KB of a parked task).
-        send, receive = trio.open_memory_channel[tuple[str, Any]](len(missing))
+        # One round, whatever its number of keys: each answer comes with its key.
+        waiting = _Round(len(missing))
         for key in missing:
-            live.parked[key] = send
+            live.parked[key] = waiting
         asked = False
-        with receive:
-            try:
-                keys = runner.shared_keys(frozenset(missing))
-                await runner.commit(task_id, InputRequested(missing, keys))
-                asked = True
-                for _ in missing:
-                    key, answer = await receive.receive()
-                    found[key] = answer
-            finally:
-                # What is still parked was not answered (an answer claims its key first)
-                unanswered = [key for key in missing if live.parked.pop(key, None) is not None]
-                if asked and unanswered and live.nursery is not None:
-                    live.nursery.start_soon(runner._withdraw, task_id, frozenset(unanswered))
+        try:
+            keys = runner.shared_keys(frozenset(missing))
+            await runner.commit(task_id, InputRequested(missing, keys))
+            asked = True
+            await waiting.done.wait()
+            found.update(waiting.answers)
+        finally:
+            waiting.close()
+            # What is still parked was not answered (an answer claims its key first)
+            unanswered = [key for key in missing if live.parked.pop(key, None) is not None]
+            if asked and unanswered and live.nursery is not None:
+                live.nursery.start_soon(runner._withdraw, task_id, frozenset(unanswered))
         return found
 
 
@@ -178,6 +208,8 @@ class TaskRunner:
         check: Callable[[Mapping[str, Any]], None] | None = None,
     ) -> None:
         self.store = store
+        # A store in memory: creations need no shield or bound, outcomes no deadline.
+        self._instant = isinstance(store, InstantStore)
         # Sees each result the work returns before it is recorded; raising fails the task.
         self.check = check
         self.tracing = tracing  # None: no task spans
@@ -269,18 +301,29 @@ class TaskRunner:
         does not answer within ``COMMIT_SECONDS`` (the retryable ``ServiceUnavailable``): a
         hung store holds no request for longer.
 
+        A store in memory (``InstantStore``) stores the record at its one checkpoint or not
+        at all, and cannot hang: its creation needs neither the shield nor the bound.
+
         The task is spawned, not started with ``nursery.start``: its scope, made here, is
         what a ``tasks/cancel`` before it first runs cancels, and the work stops at its first
         checkpoint. ``start`` would add a nursery and a scheduler round trip to every task.
         """
         if record.owner != self.worker_id:
             record = replace(record, owner=self.worker_id)
-        nursery = self.nursery
+        nursery = self.nursery  # (raises unless the runner runs: before anything is stored)
         scope = trio.CancelScope()  # the task's, before its record: tasks/cancel finds it
         answers = dict(answered) if answered else _NO_ANSWERS
         live = _Live(answers, self._deadline(record), record, scope)
         self._live[record.task_id] = live
-        task = (record.task_id, work, live)
+        if self._instant:  # stored at its one checkpoint, or not at all: no shield needed
+            try:
+                await self.store.create(record, limits)
+            except BaseException:
+                del self._live[record.task_id]
+                raise
+            if not self._spawn(nursery, record.task_id, work, live):
+                await self._not_started(record.task_id)
+            return
         with trio.CancelScope(shield=True):
             stored = False
             try:
@@ -302,14 +345,26 @@ class TaskRunner:
                 del self._live[record.task_id]
                 self._unsettled[record.task_id] = _NOT_STARTED
                 raise ServiceUnavailable("The task store did not answer in time; retry")
-            try:
-                nursery.start_soon(self._run_attended if self._shared else self._run, *task)
-            except RuntimeError:  # the runner closed while the record was stored: the run ends
-                del self._live[record.task_id]
-                await self._settle_within_bound(record.task_id, Stopped())
-                raise ServiceUnavailable(
-                    "Server is shutting down; no new tasks are accepted"
-                ) from None
+            if not self._spawn(nursery, record.task_id, work, live):
+                await self._not_started(record.task_id)
+
+    def _spawn(self, nursery: trio.Nursery, task_id: str, work: Work, live: _Live) -> bool:
+        """Start the stored task's work in the runner nursery; False if the runner closed
+        while the record was stored (the run ends: nothing started)."""
+        try:
+            nursery.start_soon(
+                self._run_attended if self._shared else self._run, task_id, work, live
+            )
+        except RuntimeError:
+            del self._live[task_id]
+            return False
+        return True
+
+    async def _not_started(self, task_id: str) -> NoReturn:
+        """The runner closed before a stored task could start: it is recorded as stopped,
+        and its creator told."""
+        await self._settle_within_bound(task_id, Stopped())
+        raise ServiceUnavailable("Server is shutting down; no new tasks are accepted")
 
     async def _run_attended(self, task_id: str, work: Work, live: _Live) -> None:
         """A task on a shared backend: while it runs here, cancels and answers from other
@@ -334,8 +389,8 @@ class TaskRunner:
             elif live.expired:
                 outcome = Expired()
         finally:
-            for send in live.parked.values():  # release any channel still parked
-                send.close()
+            for waiting in live.parked.values():  # close any round still parked
+                waiting.close()
             live.parked.clear()
             await self._settle_within_bound(task_id, outcome)
             del self._live[task_id]
@@ -371,7 +426,12 @@ class TaskRunner:
 
     async def _settle_within_bound(self, task_id: str, outcome: TaskEvent) -> None:
         """``_settle``, shielded and bounded: a store that does not answer in time gets the
-        outcome offered again later, as one that refused it does."""
+        outcome offered again later, as one that refused it does. A store in memory cannot
+        hang: shielded only."""
+        if self._instant:
+            with trio.CancelScope(shield=True):
+                await self._settle(task_id, outcome)
+            return
         with trio.move_on_after(COMMIT_SECONDS, shield=True) as bound:
             await self._settle(task_id, outcome)
         if bound.cancelled_caught:
@@ -511,7 +571,7 @@ class TaskRunner:
         wake their waiters; returns the keys accepted (the others matched nothing the task
         waits for, and a task that does not run here accepts none).
 
-        Accepting (the commit) and waking (the channel sends) happen together, shielded:
+        Accepting (the commit) and waking (the deliveries) happen together, shielded:
         a request cancelled half-way cannot mark inputs accepted that no waiter received.
         A store that does not answer within ``COMMIT_SECONDS`` is the retryable
         ``ServiceUnavailable``, and nothing is accepted (a store keeping the contract
@@ -524,7 +584,7 @@ class TaskRunner:
         with trio.move_on_after(COMMIT_SECONDS, shield=True):
             current = await self.store.get(task_id)
             pending = current.input_requests.keys() if current is not None else frozenset()
-            # Claim the channels now, with no checkpoint between the check and the claim: of
+            # Claim the rounds now, with no checkpoint between the check and the claim: of
             # several updates answering one key, exactly one delivers; the others learn that
             # their answer was not used (it is ignored).
             claimed = {
@@ -537,13 +597,10 @@ class TaskRunner:
             except BaseException:
                 live.parked.update(claimed)  # not accepted: the task still waits for them
                 raise
-            delivered = set()
-            for key, send in claimed.items():
-                try:
-                    send.send_nowait((key, responses[key]))
-                    delivered.add(key)
-                except (trio.BrokenResourceError, trio.ClosedResourceError):
-                    pass  # the wait ended (cancelled, say) as the answer arrived: unused
+            # an answer whose wait ended (cancelled, say) as it arrived is not used
+            delivered = [
+                key for key, waiting in claimed.items() if waiting.deliver(key, responses[key])
+            ]
             return frozenset(delivered)
         raise ServiceUnavailable("The task store did not answer in time; retry")
 

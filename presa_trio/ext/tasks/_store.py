@@ -11,7 +11,7 @@ against these contracts, so a durable or shared store proves itself the same way
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol, final, runtime_checkable
+from typing import Literal, Protocol, final, runtime_checkable
 
 import trio
 
@@ -164,6 +164,20 @@ class ListingStore(TaskStore, Protocol):
         """A page of ``principal``'s tasks, ordered by id, after the id ``after``."""
 
 
+@runtime_checkable
+class InstantStore(TaskStore, Protocol):
+    """A ``TaskStore`` whose writes take effect at their first checkpoint and never wait
+    after it (``instant``): a store in this process's memory. A write cancelled there
+    changes nothing; one past it has taken effect, and returns without yielding again.
+
+    The runner leans on it: a creation needs no shield and no time bound (cancelled at that
+    checkpoint, nothing is stored; past it, the work is spawned with no checkpoint between),
+    and recording an outcome needs a shield but no deadline (nothing can hang).
+    """
+
+    instant: Literal[True]
+
+
 @final
 class MemoryTaskStore:
     """The default store: a dict in this process. Tasks die with the process (or the run).
@@ -174,6 +188,8 @@ class MemoryTaskStore:
     measured when it is created and when a change replaces one of them (a result, an error,
     a round of input requests), never when it is read.
     """
+
+    instant: Literal[True] = True  # every write acts right after its one checkpoint
 
     def __init__(self) -> None:
         self._tasks: dict[str, TaskRecord] = {}
