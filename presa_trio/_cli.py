@@ -20,8 +20,11 @@ from typing import Any
 
 from . import _cli_client as client_commands
 from ._cli_dev import add_parser as add_dev_parser
+from ._cli_validate import add_parser as add_validate_parser
 from ._kernel.requestlog import RequestFilter
 from ._process.shutdown import DEFAULT_SECONDS, ShutdownBound
+from ._proxy import add_parser as add_proxy_parser
+from ._proxy import split_command as split_proxy_command
 from .ext.tasks._command import add_parser as add_tasks_parser
 
 DESCRIPTION = """\
@@ -32,7 +35,9 @@ MCP traffic.
   presa-trio serve app:server --workers 3 --store sqlite:///srv/presa.db
                                                       three worker processes, one shared store
   presa-trio serve app:server --stdio                 newline-delimited JSON-RPC on stdin/stdout
-  presa-trio validate capture.jsonl                   check each line against the schema
+  presa-trio validate capture.jsonl                   check captured MCP traffic (also -, --json)
+  presa-trio proxy --upstream http://127.0.0.1:8000/mcp --capture capture.jsonl
+                                                      check live traffic at 127.0.0.1:6277
   presa-trio tasks --store sqlite:///srv/presa.db list
                                                       the tasks on a shared store
   presa-trio dev app:server                           serve, reloading on each save
@@ -51,15 +56,6 @@ stdout, logging to stderr, and exits at end of input. --workers N runs N such wo
 processes on one listening socket under a supervisor that restarts a worker that dies, stops
 them all within --shutdown-timeout at SIGTERM/SIGINT, and exits non-zero if it gives up; the
 workers share their state through --store (SQLite or PostgreSQL).
-"""
-
-VALIDATE_HELP = """\
-Check a capture of MCP messages, one JSON message per line, against the vendored 2026-07-28
-schema. A line is a bare JSON-RPC message (its side is inferred: requests come from the client,
-responses from the server) or {"direction": "client"|"server", "message": {...}}. Responses are
-checked against the result type of the request with the same id earlier in the capture. Each bad
-line is printed as LINE: $def at JSON-POINTER: reason. Exit status: 0 all good, 1 some line is
-bad, 2 the file could not be read.
 """
 
 
@@ -181,15 +177,10 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="S",
         help="an idle keep-alive connection is closed after S seconds (default 5)",
     )
-    validate = commands.add_parser(
-        "validate",
-        help="check a capture of MCP messages",
-        description=VALIDATE_HELP,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    validate.add_argument("file", help="JSON-lines capture ('-' for stdin)")
+    add_validate_parser(commands)
     add_tasks_parser(commands)
     add_dev_parser(commands)
+    add_proxy_parser(commands)
     client_commands.add_parsers(commands)
     return parser
 
@@ -514,35 +505,17 @@ async def _until_stopped(app: Any, bound: ShutdownBound, supervisor_fd: int | No
     app.begin_shutdown()
 
 
-def validate(args: argparse.Namespace) -> int:
-    from ._protocol.capture import CaptureChecker
-
-    try:
-        if args.file == "-":
-            lines = sys.stdin.read().splitlines()
-        else:
-            with open(args.file, encoding="utf-8") as handle:
-                lines = handle.read().splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        print(f"presa-trio: cannot read {args.file}: {exc}", file=sys.stderr)
-        return 2
-    checker = CaptureChecker()
-    bad_lines = set()
-    for finding in checker.check(lines):
-        bad_lines.add(finding.line)
-        print(f"{args.file}:{finding}")
-    print(f"{checker.lines} message(s), {len(bad_lines)} bad", file=sys.stderr)
-    return 1 if bad_lines else 0
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     argv, spawned = client_commands.split_command(sys.argv[1:] if argv is None else argv)
+    argv, proxied = split_proxy_command(argv)
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
+    if proxied:
+        args.command_words = proxied
     if args.command in ("list", "call", "read"):
         return client_commands.run(args, extra, spawned, load_target)
     if extra:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
-    if "run" in args:  # a command in a module of its own (tasks, dev)
+    if "run" in args:  # a command in a module of its own (validate, tasks, dev, proxy)
         return int(args.run(args))
-    return serve(args) if args.command == "serve" else validate(args)
+    return serve(args)

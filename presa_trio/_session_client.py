@@ -19,6 +19,7 @@ import trio
 from ._asgi_driver import Exchange, RpcError, SchemaViolationError, Stream, asgi_scope, drive
 from ._protocol.era import LEGACY_VERSIONS, SESSION_HEADER, result_definition
 from ._protocol.schema import Schemas, load_document
+from ._tool_outputs import ToolOutputs, list_all_tools
 from ._transports.asgi import AsgiApp
 
 Answer = Callable[[str, dict[str, Any]], Any]
@@ -36,7 +37,12 @@ _PUSHED = {
 
 @final
 class SessionClient:
-    """An ``initialize`` session on ``app``; make it with ``open_session``."""
+    """An ``initialize`` session on ``app``; make it with ``open_session``.
+
+    With ``strict``, ``call_tool`` raises ``ToolError`` for an ``isError`` result and
+    ``OutputSchemaError`` for ``structuredContent`` that breaks the tool's ``outputSchema``
+    (the first such call lists the tools once, and the client keeps their declarations).
+    """
 
     def __init__(
         self,
@@ -48,8 +54,11 @@ class SessionClient:
         answer: Answer | None = None,
         token: str | None = None,
         validate: bool = True,
+        strict: bool = False,
     ) -> None:
         self.app = app
+        self.strict = strict
+        self._outputs = ToolOutputs()
         self.version = version
         self.capabilities = dict(
             {"elicitation": {}, "sampling": {}, "roots": {}}
@@ -282,12 +291,32 @@ class SessionClient:
         if answer is not None:
             self.answer = answer
         try:
-            return await self.request("tools/call", params)
+            result = await self.request("tools/call", params)
         finally:
             self.answer = kept
+        if self.strict:
+            await self._outputs.check(name, result, lambda: list_all_tools(self.request))
+        return result
 
     async def read_resource(self, uri: str) -> dict[str, Any]:
         return await self.request("resources/read", {"uri": uri})
+
+    async def list_resources(self) -> list[dict[str, Any]]:
+        return list((await self.request("resources/list", {}))["resources"])
+
+    async def list_prompts(self) -> list[dict[str, Any]]:
+        return list((await self.request("prompts/list", {}))["prompts"])
+
+    async def complete(self, ref: Mapping[str, Any], argument: Mapping[str, str]) -> dict[str, Any]:
+        """``completion/complete``; its ``completion`` (``values``, ``total``, ``hasMore``)."""
+        params = {"ref": dict(ref), "argument": dict(argument)}
+        completion: dict[str, Any] = (await self.request("completion/complete", params))[
+            "completion"
+        ]
+        return completion
+
+    async def ping(self) -> None:
+        await self.request("ping")
 
     async def get_prompt(
         self, name: str, arguments: Mapping[str, str] | None = None

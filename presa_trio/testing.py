@@ -1,17 +1,23 @@
-"""An in-process MCP 2026-07-28 client for tests: drives a server's ASGI app, no sockets.
+"""Schema-checking MCP clients for tests: in process, over HTTP, over stdio.
 
-Every message in both directions is checked against the vendored schema; a violation fails
-the test with ``SchemaViolationError`` naming the ``$def`` and the JSON pointer. It speaks the
-stateless dialect (per-request ``_meta``, routing headers) and answers MRTR rounds for you.
-It is a test tool: it does not reconnect, retry or time out on its own (wrap calls in
-``trio.fail_after``).
+``open_client`` drives a presa_trio server's ASGI app in process, no sockets, in the
+stateless 2026-07-28 dialect (per-request ``_meta``, routing headers), answering MRTR rounds
+for you; ``open_session`` opens the older era's ``initialize`` session on it; ``open_http``
+and ``open_stdio`` open a client on any server, at a URL or in a process they spawn, in the
+era the server speaks. Every message in both directions is checked against the vendored
+schema of the negotiated version; a violation fails the test with ``SchemaViolationError``
+naming the ``$def`` and the JSON pointer. With ``strict=True`` a tool's error result raises
+``ToolError`` and structured content that breaks the tool's ``outputSchema`` raises
+``OutputSchemaError``. These are test tools: they do not reconnect or retry, and a request
+waits as long as the test lets it (wrap calls in ``trio.fail_after``).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
+from os import PathLike
 from typing import Any, final
 
 import trio
@@ -22,28 +28,45 @@ from ._asgi_driver import RpcError as RpcError
 from ._asgi_driver import SchemaViolationError as SchemaViolationError
 from ._asgi_driver import Stream as Stream
 from ._asgi_driver import drive as drive
+from ._client.remote import HANDSHAKE_TIMEOUT, PROBE_SECONDS
+from ._client.remote import Answer as RemoteAnswer
+from ._client.remote import RemoteClient as RemoteClient
+from ._client.transports import HttpTransport, open_spawned
+from ._client.transports import TransportError as TransportError
+from ._client.wire import ProtocolError as ProtocolError
+from ._protocol.catalog import ExtensionCatalog
 from ._protocol.dialect import (
     META_CLIENT_CAPABILITIES,
     META_CLIENT_INFO,
     META_PROTOCOL_VERSION,
     PROTOCOL_VERSION,
 )
-from ._protocol.schema import Schemas, error_definition
+from ._protocol.schema import Schemas, Violation, error_definition
 from ._server import Server
 from ._session_client import SessionClient as SessionClient
 from ._session_client import open_session as open_session
+from ._tool_outputs import OutputSchemaError as OutputSchemaError
+from ._tool_outputs import ToolOutputs, list_all_tools
 from ._transports.asgi import AsgiApp
+from .errors import ToolError as ToolError
 
 __all__ = [
     "Client",
     "HttpResult",
+    "OutputSchemaError",
+    "ProtocolError",
+    "RemoteClient",
     "RpcError",
     "SchemaViolationError",
     "SessionClient",
     "Stream",
+    "ToolError",
+    "TransportError",
     "drive",
     "open_client",
+    "open_http",
     "open_session",
+    "open_stdio",
 ]
 
 DEFAULT_CAPABILITIES: dict[str, Any] = {"elicitation": {}, "sampling": {}, "roots": {}}
@@ -56,7 +79,10 @@ Answer = Callable[[str, Mapping[str, Any]], Any]
 class Client:
     """A stateless 2026-07-28 client bound to one app; every message schema-checked.
 
-    ``token`` is a bearer token sent with every request (for an app with ``auth``).
+    ``token`` is a bearer token sent with every request (for an app with ``auth``). With
+    ``strict``, ``call_tool`` raises ``ToolError`` for an ``isError`` result and
+    ``OutputSchemaError`` for ``structuredContent`` that breaks the tool's ``outputSchema``
+    (the first such call lists the tools once, and the client keeps their declarations).
     """
 
     def __init__(
@@ -68,8 +94,11 @@ class Client:
         schemas: Schemas | None = None,
         validate: bool = True,
         token: str | None = None,
+        strict: bool = False,
     ) -> None:
         self.app = app
+        self.strict = strict
+        self._outputs = ToolOutputs()
         # Sent as ``Authorization: Bearer`` on every request; change it to switch principals.
         self.token = token
         self.capabilities = dict(DEFAULT_CAPABILITIES if capabilities is None else capabilities)
@@ -79,6 +108,7 @@ class Client:
         self._next_id = 0
         self._requests = self.schemas.request_definitions()
         self._notifications = self.schemas.notification_definitions()
+        self._tasks_catalog: ExtensionCatalog | None = None  # loaded at the first task message
 
     # ------------------------------------------------------------------ building
 
@@ -129,30 +159,68 @@ class Client:
         if found:
             raise SchemaViolationError("\n".join(str(v) for v in found))
 
+    def _tasks(self) -> ExtensionCatalog:
+        """The Tasks extension's (SEP-2663) catalog: its methods, results and notifications,
+        the same rules every checker of presa_trio applies."""
+        if self._tasks_catalog is None:
+            self._tasks_catalog = ExtensionCatalog.load_tasks()
+        return self._tasks_catalog
+
+    def _raise(self, found: list[Violation]) -> None:
+        if found and self.validate:
+            raise SchemaViolationError("\n".join(str(v) for v in found))
+
     def check_outgoing(self, message: Mapping[str, Any]) -> None:
-        definition = self._requests.get(message["method"])
+        method = message["method"]
+        definition = self._requests.get(method)
+        if definition is None and self.validate:
+            extension = self._tasks().request_violations(message, self.schemas)
+            if extension is not None:
+                self._raise(extension)
+                return
         self._violations(definition or "JSONRPCRequest", message)
 
     def check_incoming(self, message: dict[str, Any], method: str) -> None:
         if "method" in message:
             if "id" in message:
                 raise SchemaViolationError(f"server sent a request on a {method} stream")
-            self._violations(
-                self._notifications.get(message["method"], "JSONRPCNotification"), message
-            )
+            name = message["method"]
+            if name not in self._notifications and self.validate:
+                extension = self._tasks().notification_violations(message)
+                if extension is not None:
+                    self._raise(extension)
+                    return
+            self._violations(self._notifications.get(name, "JSONRPCNotification"), message)
         elif "error" in message:
             self._violations(error_definition(message["error"].get("code")), message)
         else:
             self._violations("JSONRPCResultResponse", message)
-            result = message["result"]
-            kind = result.get("resultType")
-            routed = self.app.dispatcher.routes.get(method)
-            if kind == "input_required":
-                self._violations("InputRequiredResult", result)
-            elif kind == "complete" and routed is not None and routed.result_def:
-                self._violations(routed.result_def, result)
-            else:
-                self._violations("Result", result)
+            self._check_result(message["result"], method)
+
+    def _check_result(self, result: dict[str, Any], method: str) -> None:
+        kind = result.get("resultType")
+        routed = self.app.dispatcher.routes.get(method)
+        # this client declares the Tasks extension on its requests: a task result is typed
+        extension = (
+            self._tasks().result_violations(method, result, declared=True)
+            if self.validate
+            else None
+        )
+        if extension is not None:
+            self._raise(extension)
+        elif kind == "input_required":
+            self._violations("InputRequiredResult", result)
+        elif kind != "complete":
+            self._violations("Result", result)  # a resultType that is not a string
+            if self.validate:
+                raise SchemaViolationError(
+                    f"Result at /resultType: {kind!r} is neither complete, input_required nor "
+                    "task (the Tasks extension's)"
+                )
+        elif routed is not None and routed.result_def:
+            self._violations(routed.result_def, result)
+        else:
+            self._violations("Result", result)
 
     # ------------------------------------------------------------------ sending
 
@@ -209,7 +277,10 @@ class Client:
             params["inputResponses"] = dict(input_responses)
         if request_state is not None:
             params["requestState"] = request_state
-        return await self._with_rounds("tools/call", params, answer, max_rounds, options)
+        result = await self._with_rounds("tools/call", params, answer, max_rounds, options)
+        if self.strict:
+            await self._outputs.check(name, result, lambda: list_all_tools(self.request))
+        return result
 
     async def _with_rounds(
         self,
@@ -238,6 +309,26 @@ class Client:
 
     async def read_resource(self, uri: str, **options: Any) -> dict[str, Any]:
         return await self.request("resources/read", {"uri": uri}, **options)
+
+    async def list_resources(self) -> list[dict[str, Any]]:
+        return list((await self.request("resources/list"))["resources"])
+
+    async def list_prompts(self) -> list[dict[str, Any]]:
+        return list((await self.request("prompts/list"))["prompts"])
+
+    async def complete(
+        self, ref: Mapping[str, Any], argument: Mapping[str, str], **options: Any
+    ) -> dict[str, Any]:
+        """``completion/complete``; its ``completion`` (``values``, ``total``, ``hasMore``)."""
+        params = {"ref": dict(ref), "argument": dict(argument)}
+        result = await self.request("completion/complete", params, **options)
+        completion: dict[str, Any] = result["completion"]
+        return completion
+
+    async def ping(self) -> None:
+        """2026-07-28 removed ``ping``: this sends ``server/discover``, which every server of
+        that version answers (as ``RemoteClient.ping`` does in that era)."""
+        await self.discover()
 
     async def get_prompt(
         self,
@@ -337,3 +428,95 @@ async def open_client(server: Server | AsgiApp, **options: Any) -> AsyncIterator
     app = server if isinstance(server, AsgiApp) else server.asgi_app()
     async with app.lifespan():
         yield Client(app, **options)
+
+
+# ---------------------------------------------------------------------------- any server
+
+
+@asynccontextmanager
+async def open_http(
+    url: str,
+    *,
+    version: str | None = None,
+    strict: bool = False,
+    answer: RemoteAnswer | None = None,
+    headers: Mapping[str, str] | None = None,
+    capabilities: Mapping[str, Any] | None = None,
+    client_info: Mapping[str, Any] | None = None,
+    validate: bool = True,
+    handshake_timeout: float = HANDSHAKE_TIMEOUT,
+) -> AsyncIterator[RemoteClient]:
+    """Open a schema-checking client of the MCP server at ``url`` (Streamable HTTP).
+
+    Named as trio names what an ``async with`` owns (``open_tcp_stream``, ``open_process``),
+    beside ``open_client`` (a server in this process), ``open_session`` (the older era's
+    session on one) and ``open_stdio`` (a server in a process it starts).
+
+    It negotiates as an MCP client does: 2026-07-28 when the server answers
+    ``server/discover`` with it, else an ``initialize`` session with the newest version the
+    server accepts; ``version`` forces one (``"2026-07-28"``, ``"2025-11-25"`` or
+    ``"2025-06-18"``). ``strict`` raises a tool's error result and its ``outputSchema``
+    violations; ``answer(key, request)`` answers what the server asks; ``headers`` go with
+    every request (``{"Authorization": "Bearer ..."}``); ``capabilities`` and
+    ``client_info`` are the client's (2026-07-28: in every request's ``_meta``);
+    ``validate=False`` checks nothing. The handshake is bounded by ``handshake_timeout``
+    seconds; an older era's session is ended (``DELETE``) on the way out. A server that
+    cannot be reached raises ``TransportError``.
+    """
+    client = RemoteClient(
+        HttpTransport(url),
+        capabilities=capabilities,
+        client_info=client_info,
+        answer=answer,
+        validate=validate,
+        strict=strict,
+        headers=headers,
+    )
+    try:
+        await client.open(version, handshake_timeout=handshake_timeout)
+        yield client
+    finally:
+        await client.close()
+
+
+@asynccontextmanager
+async def open_stdio(
+    command: Sequence[str],
+    *,
+    version: str | None = None,
+    strict: bool = False,
+    answer: RemoteAnswer | None = None,
+    cwd: str | PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    capabilities: Mapping[str, Any] | None = None,
+    client_info: Mapping[str, Any] | None = None,
+    validate: bool = True,
+    handshake_timeout: float = HANDSHAKE_TIMEOUT,
+    probe: float = PROBE_SECONDS,
+) -> AsyncIterator[RemoteClient]:
+    """Start ``command`` (a list of words, in ``cwd``, with ``env`` added to this process's
+    environment) and open a schema-checking client of the MCP server it runs on its stdin
+    and stdout.
+
+    Named beside ``open_client`` and ``open_http``: a client of a server over stdio. It
+    negotiates as ``open_http`` does and takes the same options; an older server that never
+    answers ``server/discover`` is given ``initialize`` after ``probe`` seconds. The
+    server's stderr is this process's. On the way out its input is closed, and it is killed
+    if it has not exited 2 s later. A command that cannot start, or a server that exits,
+    raises ``TransportError`` (with its exit status).
+    """
+    if isinstance(command, str):
+        raise TypeError(
+            f"command must be a list of words, like ['python', 'server.py']: {command!r}"
+        )
+    async with open_spawned(list(command), cwd=cwd, env=env) as transport:
+        client = RemoteClient(
+            transport,
+            capabilities=capabilities,
+            client_info=client_info,
+            answer=answer,
+            validate=validate,
+            strict=strict,
+        )
+        await client.open(version, handshake_timeout=handshake_timeout, probe=probe)
+        yield client

@@ -14,8 +14,8 @@ import json
 import os
 import ssl
 import subprocess
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import aclosing, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import urlsplit
@@ -132,18 +132,15 @@ class AsgiTransport(HttpExchanges):
             )
             try:
                 await exchange.started.wait()
-                return await read_body(
-                    exchange.status,
-                    exchange.headers,
-                    _channel(exchange.chunks),
-                    request_id,
-                    on_message,
-                )
+                async with aclosing(_channel(exchange.chunks)) as chunks:
+                    return await read_body(
+                        exchange.status, exchange.headers, chunks, request_id, on_message
+                    )
             finally:
                 exchange.disconnected.set()
 
 
-async def _channel(chunks: trio.MemoryReceiveChannel[bytes]) -> AsyncIterator[bytes]:
+async def _channel(chunks: trio.MemoryReceiveChannel[bytes]) -> AsyncGenerator[bytes, None]:
     async for chunk in chunks:
         yield chunk
 
@@ -189,7 +186,7 @@ class HttpTransport(HttpExchanges):
         try:
             stream: trio.abc.Stream = await trio.open_tcp_stream(self.host, self.port)
         except OSError as exc:
-            raise TransportError(f"cannot connect to {self.url}: {exc.strerror or exc}") from None
+            raise TransportError(f"cannot connect to {self.url}: {_refusal(exc)}") from None
         if self.tls:
             stream = trio.SSLStream(stream, ssl.create_default_context(), server_hostname=self.host)
         async with stream:
@@ -219,15 +216,27 @@ class HttpTransport(HttpExchanges):
                 if not isinstance(event, h11.Response):
                     raise TransportError(f"{self.url} answered no HTTP response")
                 answer = {k.decode().lower(): v.decode("latin-1") for k, v in event.headers}
-                return await read_body(
-                    event.status_code, answer, _body(connection, stream), request_id, on_message
-                )
+                # Closed here: a reader that has its response stops before the body ends.
+                async with aclosing(_body(connection, stream)) as chunks:
+                    return await read_body(
+                        event.status_code, answer, chunks, request_id, on_message
+                    )
         except (h11.RemoteProtocolError, trio.BrokenResourceError, ssl.SSLError) as exc:
             raise TransportError(f"the connection to {self.url} broke: {_why(exc)}") from None
         except OSError as exc:
             raise TransportError(
                 f"the connection to {self.url} failed: {exc.strerror or exc}"
             ) from None
+
+
+def _refusal(exc: OSError) -> str:
+    """Why a connection could not be made: trio's ``open_tcp_stream`` says only that every
+    attempt failed, and keeps each attempt's own error in its cause."""
+    attempts = getattr(exc.__cause__, "exceptions", ())
+    reasons = {
+        os.strerror(a.errno) if a.errno else str(a) for a in attempts if isinstance(a, OSError)
+    }
+    return ", ".join(sorted(reasons)) or exc.strerror or str(exc)
 
 
 def _why(exc: BaseException) -> str:
@@ -246,7 +255,7 @@ async def _next_event(connection: h11.Connection, stream: trio.abc.Stream) -> An
         connection.receive_data(bytes(await stream.receive_some(65536)))
 
 
-async def _body(connection: h11.Connection, stream: trio.abc.Stream) -> AsyncIterator[bytes]:
+async def _body(connection: h11.Connection, stream: trio.abc.Stream) -> AsyncGenerator[bytes, None]:
     while True:
         event = await _next_event(connection, stream)
         if isinstance(event, h11.Data):
@@ -271,6 +280,8 @@ class StdioTransport:
         self._stdout = process.stdout
         self._lines = LineBuffer(MAX_LINE)
         self._pending: list[bytes | None] = []
+        # One request reads the output at a time: two callers in two tasks wait their turn.
+        self._turn = trio.Lock()
 
     async def _line(self) -> dict[str, Any]:
         await trio.lowlevel.checkpoint()
@@ -279,6 +290,8 @@ class StdioTransport:
             if not chunk:
                 self._pending = self._lines.close()
                 if not self._pending:
+                    with trio.move_on_after(STOP_GRACE):  # its exit status, if it is ending
+                        await self.process.wait()
                     code = self.process.poll()
                     status = f" (exit status {code})" if code is not None else ""
                     raise TransportError(f"the server process closed its output{status}")
@@ -298,13 +311,14 @@ class StdioTransport:
     async def request(
         self, message: dict[str, Any], headers: Headers, on_message: OnMessage
     ) -> Reply:
-        await self._write(message)
-        while True:
-            received = await self._line()
-            if kind_of(received) != "response":
-                await on_message(received)
-            elif received.get("id") == message["id"]:
-                return Reply(200, received)
+        async with self._turn:
+            await self._write(message)
+            while True:
+                received = await self._line()
+                if kind_of(received) != "response":
+                    await on_message(received)
+                elif received.get("id") == message["id"]:
+                    return Reply(200, received)
 
     async def send(self, message: dict[str, Any], headers: Headers) -> None:
         await self._write(message)
@@ -315,17 +329,23 @@ class StdioTransport:
 
 @asynccontextmanager
 async def open_spawned(
-    command: list[str], *, cwd: str | os.PathLike[str] | None = None
+    command: list[str],
+    *,
+    cwd: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> AsyncIterator[StdioTransport]:
-    """Spawn ``command`` (in ``cwd``); at the end close its input, give it ``STOP_GRACE``
-    seconds to exit, then kill it. A command that cannot start is a ``TransportError``."""
+    """Spawn ``command`` (in ``cwd``, with ``env`` over this process's environment); at the
+    end close its input, give it ``STOP_GRACE`` seconds to exit, then kill it. A command
+    that cannot start is a ``TransportError``."""
+    if not command:
+        raise TransportError("no command to start")
     try:
         process = await trio.lowlevel.open_process(
-            command,
+            list(command),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             cwd=cwd,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
         )
     except OSError as exc:
         raise TransportError(f"cannot start {command[0]!r}: {exc.strerror or exc}") from None

@@ -79,18 +79,21 @@ def modern_request(
     params: Mapping[str, Any] | None,
     client_info: Mapping[str, Any],
     *,
-    progress_token: str | None = None,
+    progress_token: str | int | None = None,
+    capabilities: Mapping[str, Any] = MODERN_CAPABILITIES,
+    meta: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """A 2026-07-28 request: the client rides along in ``_meta`` (wire §2)."""
+    """A 2026-07-28 request: the client rides along in ``_meta`` (wire §2); ``meta`` adds
+    keys to it or replaces them."""
     body = dict(params or {})
-    meta: dict[str, Any] = {
+    sent: dict[str, Any] = {
         META_PROTOCOL_VERSION: PROTOCOL_VERSION,
-        META_CLIENT_CAPABILITIES: MODERN_CAPABILITIES,
+        META_CLIENT_CAPABILITIES: dict(capabilities),
         META_CLIENT_INFO: dict(client_info),
     }
     if progress_token is not None:
-        meta[META_PROGRESS_TOKEN] = progress_token
-    body["_meta"] = meta
+        sent[META_PROGRESS_TOKEN] = progress_token
+    body["_meta"] = {**sent, **(meta or {})}
     return {"jsonrpc": "2.0", "id": request_id, "method": method, "params": body}
 
 
@@ -99,19 +102,27 @@ def legacy_request(
     method: str,
     params: Mapping[str, Any] | None,
     *,
-    progress_token: str | None = None,
+    progress_token: str | int | None = None,
+    meta: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """A request inside an ``initialize`` session: plain params."""
+    """A request inside an ``initialize`` session: plain params (``_meta`` only for a
+    progress token or what ``meta`` adds)."""
     body = dict(params or {})
-    if progress_token is not None:
-        body["_meta"] = {META_PROGRESS_TOKEN: progress_token}
+    sent = {META_PROGRESS_TOKEN: progress_token} if progress_token is not None else {}
+    if sent or meta:
+        body["_meta"] = {**sent, **(meta or {})}
     return {"jsonrpc": "2.0", "id": request_id, "method": method, "params": body}
 
 
-def initialize_params(client_info: Mapping[str, Any]) -> dict[str, Any]:
+def initialize_params(
+    client_info: Mapping[str, Any],
+    *,
+    version: str = LEGACY_VERSIONS[0],
+    capabilities: Mapping[str, Any] = CAPABILITIES,
+) -> dict[str, Any]:
     return {
-        "protocolVersion": LEGACY_VERSIONS[0],
-        "capabilities": CAPABILITIES,
+        "protocolVersion": version,
+        "capabilities": dict(capabilities),
         "clientInfo": dict(client_info),
     }
 

@@ -1,5 +1,6 @@
 """Validators for the vendored core schemas (2026-07-28, and 2025-11-25 and 2025-06-18 for the
-older era's sessions), compiled per ``$def`` on first use.
+older era's sessions) and the Tasks extension's, compiled per ``$def`` on first use; and for
+schemas found in traffic (a tool's), with no remote ``$ref`` fetched.
 
 The schema ships inside the package (``presa_trio/schema``). Validation runs on
 ``jsonschema-rs``, the one engine at run time (a compiled validator, 200 to 460 times faster
@@ -10,12 +11,14 @@ against; see the README). Nothing here knows about methods: callers name the ``$
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any, final
 
 import jsonschema_rs
+
+from .leaves import leaves
 
 SCHEMA_VERSION = "2026-07-28"
 
@@ -52,6 +55,29 @@ class Violation:
         return f"{self.definition} at {self.pointer or '/'}: {self.message}"
 
 
+#: The Tasks extension's (SEP-2663) schema, written for presa_trio from the SEP's TypeScript
+#: definitions (schema/README.md).
+TASKS_EXTENSION_SCHEMA = "extensions/tasks"
+
+#: The URI an extension schema's ``$ref`` names the 2026-07-28 core schema by
+#: (``urn:...#/$defs/Result``); resolved from the packaged file, never fetched.
+CORE_SCHEMA_URI = f"urn:presa-trio:schema:{SCHEMA_VERSION}"
+
+
+def load_extension_document(name: str = TASKS_EXTENSION_SCHEMA) -> dict[str, Any]:
+    """A packaged extension schema (``extensions/tasks``), as the file holds it."""
+    path = resources.files("presa_trio") / "schema" / name / "schema.json"
+    document: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return document
+
+
+def load_extension(name: str = TASKS_EXTENSION_SCHEMA) -> Schemas:
+    """An extension schema's validators, its references into the core resolved against the
+    packaged 2026-07-28 schema."""
+    registry = jsonschema_rs.Registry([(CORE_SCHEMA_URI, load_document(SCHEMA_VERSION))])
+    return Schemas(load_extension_document(name), registry=registry)
+
+
 def load_document(version: str = SCHEMA_VERSION) -> dict[str, Any]:
     """The vendored schema of ``version``, with its published errata applied."""
     path = resources.files("presa_trio") / "schema" / version / "schema.json"
@@ -80,25 +106,70 @@ def _pointer(path: Iterator[object] | list[object]) -> str:
     return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in path)
 
 
+def _no_retrieval(uri: str) -> Any:
+    raise ValueError(f"{uri}: presa_trio resolves no remote schema (no I/O while validating)")
+
+
 class _Compiled:
     """One ``$def`` compiled by ``jsonschema-rs``: a fast yes/no and, on no, the reasons."""
 
     __slots__ = ("errors", "is_valid")
 
-    def __init__(self, schema: dict[str, Any]) -> None:
-        validator = jsonschema_rs.validator_for(schema, validate_formats=True)
+    def __init__(
+        self, schema: dict[str, Any], registry: jsonschema_rs.Registry | None = None
+    ) -> None:
+        validator = jsonschema_rs.validator_for(
+            schema, validate_formats=True, retriever=_no_retrieval, registry=registry
+        )
         self.is_valid: Callable[[Any], bool] = validator.is_valid
-        self.errors: Callable[[Any], list[tuple[list[object], str]]] = lambda instance: [
-            (list(e.instance_path), e.message) for e in validator.iter_errors(instance)
-        ]
+        self.errors: Callable[[Any], list[tuple[list[object], str]]] = lambda instance: _unique(
+            leaf for error in validator.iter_errors(instance) for leaf in leaves(error, schema)
+        )
+
+
+def compile_schema(schema: Mapping[str, Any]) -> _Compiled:
+    """A validator for a schema found in traffic (a tool's ``inputSchema`` or
+    ``outputSchema``); raises ``ValueError`` when it cannot be compiled."""
+    try:
+        return _Compiled(dict(schema))
+    except (ValueError, jsonschema_rs.ValidationError, TypeError) as exc:
+        reason = str(exc).strip().splitlines()
+        raise ValueError(reason[0] if reason else type(exc).__name__) from None
+
+
+def _unique(
+    leaves: Iterable[tuple[list[object], str]],
+) -> list[tuple[list[object], str]]:
+    seen: set[tuple[str, str]] = set()
+    found = []
+    for path, message in leaves:
+        key = (_pointer(path), message)
+        if key not in seen:
+            seen.add(key)
+            found.append((path, message))
+    return found
+
+
+def violations_of(compiled: _Compiled, instance: object, definition: str) -> list[Violation]:
+    """``compiled``'s reasons to refuse ``instance``, named ``definition``; empty if valid."""
+    if compiled.is_valid(instance):
+        return []
+    return [Violation(definition, _pointer(p), m) for p, m in compiled.errors(instance)]
 
 
 @final
 class Schemas:
-    """The core schema of one protocol version, with a validator per ``$def``."""
+    """The core schema of one protocol version (or an extension's), with a validator per
+    ``$def``; ``registry`` resolves the documents its ``$ref`` name by URI."""
 
-    def __init__(self, document: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        document: dict[str, Any] | None = None,
+        *,
+        registry: jsonschema_rs.Registry | None = None,
+    ) -> None:
         self.document = document if document is not None else load_document()
+        self._registry = registry
         # 2025-06-18 and older are draft-07 documents, their definitions under another key.
         self._key = "$defs" if "$defs" in self.document else "definitions"
         self._dialect = self.document.get("$schema", _DIALECT)
@@ -115,20 +186,17 @@ class Schemas:
                 "$ref": f"#/{self._key}/{definition}",
                 self._key: self.definitions,
             }
-            compiled = self._compiled[definition] = _Compiled(root)
+            compiled = self._compiled[definition] = _Compiled(root, self._registry)
         return compiled
 
     def is_valid(self, definition: str, instance: object) -> bool:
         return self._get(definition).is_valid(instance)
 
     def violations(self, definition: str, instance: object) -> list[Violation]:
-        compiled = self._get(definition)
-        if compiled.is_valid(instance):
-            return []
-        return [
-            Violation(definition, _pointer(path), message)
-            for path, message in compiled.errors(instance)
-        ]
+        return violations_of(self._get(definition), instance, definition)
+
+    def has(self, definition: str) -> bool:
+        return definition in self.definitions
 
     def request_definitions(self) -> dict[str, str]:
         """Map each core client request method to its request ``$def``."""

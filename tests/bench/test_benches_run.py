@@ -160,6 +160,10 @@ def run(*args: str) -> str:
             ("bench/declare_bench.py", "-n", "3"),
             r"no hint:\s+\d+\.\d us per declaration(.|\n)*list\[dataclass\]:\s+\d+\.\d us",
         ),
+        (
+            ("bench/validation_bench.py", "--repeat", "1", "--min-time", "0.01"),
+            r"capture of 10000 messages \(CaptureChecker\.check\): \d+\.\d{3} s, 0 findings",
+        ),
     ],
     ids=[
         "asgi_profile",
@@ -179,6 +183,7 @@ def run(*args: str) -> str:
         "tasks_concurrency",
         "resume_bench",
         "declare_bench",
+        "validation_bench",
     ],
 )
 def test_the_bench_runs_and_prints_its_figures(args: tuple[str, ...], expected: str) -> None:

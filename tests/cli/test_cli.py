@@ -141,7 +141,25 @@ async def test_serve_http_on_loopback(cli_http_port: int) -> None:
 
 
 GOOD = [
-    request(1, "server/discover"),
+    # the request carries a progress token, so the progress on the next line is for it
+    json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "server/discover",
+            "params": {"_meta": {**META, "progressToken": 1}},
+        }
+    ),
+    json.dumps(
+        {
+            "direction": "server",
+            "message": {
+                "jsonrpc": "2.0",
+                "method": "notifications/progress",
+                "params": {"progressToken": 1, "progress": 1},
+            },
+        }
+    ),
     json.dumps(
         {
             "jsonrpc": "2.0",
@@ -152,16 +170,6 @@ GOOD = [
                 "capabilities": {},
                 "ttlMs": 0,
                 "cacheScope": "public",
-            },
-        }
-    ),
-    json.dumps(
-        {
-            "direction": "server",
-            "message": {
-                "jsonrpc": "2.0",
-                "method": "notifications/progress",
-                "params": {"progressToken": 1, "progress": 1},
             },
         }
     ),
@@ -251,7 +259,7 @@ def test_validate_a_good_capture(tmp_path: Path) -> None:
     ],
 )
 def test_validate_reports_each_fault(tmp_path: Path, line: str, expected: str) -> None:
-    result = validate(tmp_path, [GOOD[0], GOOD[2], line])
+    result = validate(tmp_path, [GOOD[0], GOOD[1], line])
     assert result.returncode == 1, result.stdout
     assert expected in result.stdout, result.stdout
     assert "1 bad" in result.stderr

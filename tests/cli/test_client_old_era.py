@@ -76,6 +76,8 @@ def test_list_falls_back_to_an_initialize_session(target: list[str]) -> None:
         "    Always fails.",
         "ask()",
         "    Ask the client's name.",
+        "count(steps: integer)",
+        "    Count, reporting each step as progress.",
     ]
 
 

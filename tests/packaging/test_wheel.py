@@ -45,6 +45,7 @@ def test_wheel_ships_the_schema(tmp_path: Path) -> None:
             version: archive.read(f"presa_trio/schema/{version}/schema.json")
             for version in ("2026-07-28", "2025-11-25", "2025-06-18")
         }
+        tasks = archive.read("presa_trio/schema/extensions/tasks/schema.json")
     # one version, pyproject's: the wheel's metadata and the installed package's agree
     assert f"\nVersion: {presa_trio.__version__}\n".encode() in metadata
     assert wheel.name.startswith(f"presa_trio-{presa_trio.__version__}-")
@@ -53,6 +54,8 @@ def test_wheel_ships_the_schema(tmp_path: Path) -> None:
     readme = (ROOT / "schema" / "README.md").read_text()
     recorded = dict(re.findall(r"sha256 \(([0-9-]+)\): ([0-9a-f]{64})", readme))
     assert {v: hashlib.sha256(s).hexdigest() for v, s in schemas.items()} == recorded
+    [tasks_digest] = re.findall(r"sha256 \(extension tasks\): ([0-9a-f]{64})", readme)
+    assert hashlib.sha256(tasks).hexdigest() == tasks_digest
 
 
 def test_the_version_is_pyprojects() -> None:

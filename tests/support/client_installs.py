@@ -23,7 +23,7 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
@@ -37,6 +37,11 @@ TS_SDK_PACKAGE = "@modelcontextprotocol/sdk"
 TS_SDK_VERSION = "1.32.2"
 INSPECTOR_PACKAGE = "@modelcontextprotocol/inspector"
 INSPECTOR_VERSION = "2.12.0"
+#: The Tasks extension's official zod validators (tests/validation/test_tasks_schema_zod.py),
+#: and the zod they run on, pinned apart from the package's own range (``^4.5.4``).
+EXT_TASKS_PACKAGE = "@modelcontextprotocol/ext-tasks"
+EXT_TASKS_VERSION = "0.2.2"
+ZOD_VERSION = "4.6.7"
 
 INSTALL_TIMEOUT = 900  # seconds for one install (a slow registry on a first run)
 _MARKER = ".presa-installed"
@@ -63,9 +68,10 @@ def _locked(name: str) -> Iterator[Path]:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def _run(command: list[str], what: str) -> str:
+def _run(command: list[str], what: str, env: Mapping[str, str] | None = None) -> str:
     done = subprocess.run(
         command,
+        env=env,
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
@@ -124,19 +130,38 @@ def node() -> Path:
     return Path(found)
 
 
-def npm_package(package: str, version: str) -> Path:
+def npm_package(package: str, version: str, pins: Mapping[str, str] | None = None) -> Path:
     """The folder of ``package@version``, installed with Node >= 22's npm into its own cache
-    folder on first use."""
-    name = f"{package.strip('@').replace('/', '-')}-{version}"
+    folder on first use; ``pins`` holds exact versions of its dependencies (``{"zod":
+    "4.6.7"}``), installed beside it so that npm resolves the package's range to them."""
+    pins = dict(pins or {})
+    pinned = "".join(f"+{dep}-{pin}" for dep, pin in sorted(pins.items()))
+    name = f"{package.strip('@').replace('/', '-')}-{version}{pinned}"
     runtime = node()
     with _locked(name) as home:
         folder = home / "node_modules" / package
-        if _marked(home) == version and _npm_version(folder) == version:
+        wanted = {package: version, **pins}
+        if _marked(home) == version and all(
+            _npm_version(home / "node_modules" / dep) == pin for dep, pin in wanted.items()
+        ):
             return folder
         shutil.rmtree(home, ignore_errors=True)
         _conformance_script().npm_install(home, f"{package}@{version}", str(runtime.parent))
-        if _npm_version(folder) != version:
-            raise RuntimeError(f"{package}@{version} did not install into {home}")
+        if pins:
+            path = f"{runtime.parent}{os.pathsep}{os.environ.get('PATH', '')}"
+            npm = shutil.which("npm", path=path)
+            if npm is None:
+                raise RuntimeError(f"no npm beside {runtime}")
+            specs = [f"{dep}@{pin}" for dep, pin in sorted(pins.items())]
+            _run(
+                [npm, "install", "--prefix", str(home), "--no-audit", "--no-fund",
+                 "--save-exact", *specs],
+                f"npm install {' '.join(specs)}",
+                {**os.environ, "PATH": path, "NPM_CONFIG_UPDATE_NOTIFIER": "false"},
+            )  # fmt: skip
+        for dep, pin in wanted.items():
+            if _npm_version(home / "node_modules" / dep) != pin:
+                raise RuntimeError(f"{dep}@{pin} did not install into {home}")
         (home / _MARKER).write_text(version)
         return folder
 

@@ -3,8 +3,9 @@
 Run by the interpreter of its own virtualenv (tests/support/client_installs.py):
 ``python mcp1_server.py stdio`` serves on stdin/stdout; ``python mcp1_server.py http PORT``
 serves Streamable HTTP at http://127.0.0.1:PORT/mcp. Its tools: ``add`` (two integers),
-``fail`` (an error result) and ``ask`` (logs a line, then asks the client's name with an
-elicitation). A resource, ``note://greeting``.
+``fail`` (an error result), ``ask`` (logs a line, then asks the client's name with an
+elicitation) and ``count`` (one progress notification per step). A resource,
+``note://greeting``.
 """
 
 from __future__ import annotations
@@ -42,6 +43,14 @@ async def ask(ctx: Context) -> str:
     if answer.action != "accept":
         return f"no name ({answer.action})"
     return f"Hello, {answer.data.name}"
+
+
+@mcp.tool()
+async def count(steps: int, ctx: Context) -> str:
+    """Count, reporting each step as progress."""
+    for step in range(1, steps + 1):
+        await ctx.report_progress(step, steps, f"step {step}")
+    return f"counted to {steps}"
 
 
 @mcp.resource("note://greeting")

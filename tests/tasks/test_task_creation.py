@@ -154,3 +154,15 @@ async def test_testing_client_task_helpers(env: tuple[Client, TasksExtension]) -
     assert (await client.get_task(other))["status"] == "cancelled"
     with pytest.raises(AssertionError):
         await client.create_task("plain")
+
+
+def test_a_task_id_never_starts_with_a_dash(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An id that starts with "-" would read as an option on a command line (presa-trio
+    tasks show ID): such a draw is drawn again."""
+    from presa_trio.ext.tasks import _extension
+
+    draws = iter(["-first", "-second", "third"])
+    monkeypatch.setattr(_extension.secrets, "token_urlsafe", lambda size: next(draws))
+    assert _extension.new_task_id() == "third"
+    monkeypatch.undo()
+    assert all(not _extension.new_task_id().startswith("-") for _ in range(2_000))

@@ -1,4 +1,4 @@
-"""The task runner on its own: nurseries, cancel scopes, parked rounds, the mock clock."""
+"""The task runner on its own: nurseries, cancel scopes, parked channels, the mock clock."""
 
 from __future__ import annotations
 

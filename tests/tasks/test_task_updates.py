@@ -13,7 +13,16 @@ import trio.testing
 from support.answers import poll_until_terminal
 from support.ignored_answers import LOGGER, MESSAGE, ignored_keys
 from support.task_service import WITH_TASKS, tasks_of
-from support.task_world import World, answer, create, ended, get, settle, update
+from support.task_world import (
+    World,
+    answer,
+    create,
+    ended,
+    get,
+    settle,
+    update,
+    update_unchecked,
+)
 
 from presa_trio import Server
 from presa_trio.ext.tasks import TasksExtension
@@ -123,7 +132,10 @@ async def test_updates_partial_fulfilment_and_key_reuse(
         "tasks/update",
         {
             "taskId": task_id,
-            "inputResponses": {"a": {"action": "accept", "content": {"v": "1"}}, "stray": {"x": 1}},
+            "inputResponses": {
+                "a": {"action": "accept", "content": {"v": "1"}},
+                "stray": {"action": "decline"},
+            },
         },
     )
     # Acknowledged (SEP-2663); the key the task was not waiting for is named to operators.
@@ -182,7 +194,7 @@ async def test_invalid_update_bodies(env: tuple[Client, TasksExtension]) -> None
     await trio.testing.wait_all_tasks_blocked()
     for responses in (None, [], {"": {}}, {"a": 5}, {"a": {"action": "maybe"}}):
         with pytest.raises(RpcError) as caught:
-            await client.request("tasks/update", {"taskId": task_id, "inputResponses": responses})
+            await update_unchecked(client, task_id, responses)
         assert caught.value.code == -32602
     assert (await get(client, task_id))["status"] == "input_required"
 
@@ -196,7 +208,7 @@ async def test_an_update_for_a_finished_task_is_acknowledged_and_changes_nothing
     caplog.set_level(logging.DEBUG, logger=LOGGER)
     task_id = await ended(client, ending)
     before = await get(client, task_id)
-    ack = await update(client, task_id, {"a": answer("late"), "b": {"x": 1}})
+    ack = await update_unchecked(client, task_id, {"a": answer("late"), "b": {"x": 1}})
     assert (ack, client.last.status) == (ACK, 200)  # no ignored keys on the wire
     assert await get(client, task_id) == before
     assert ignored_keys(caplog, task_id) == [["a", "b"]]
@@ -205,7 +217,7 @@ async def test_an_update_for_a_finished_task_is_acknowledged_and_changes_nothing
         f"tasks/update of task {task_id} ignored input keys ['a', 'b']: the task is {ending}"
     )
     with pytest.raises(RpcError) as caught:  # a malformed update is refused all the same
-        await update(client, task_id, {"a": 5})
+        await update_unchecked(client, task_id, {"a": 5})
     assert (caught.value.code, caught.value.status) == (-32602, 400)
 
 
@@ -218,7 +230,7 @@ async def test_an_answer_to_a_key_never_asked_for_is_ignored_and_acknowledged(
     await trio.testing.wait_all_tasks_blocked()
     before = await get(client, task_id)
     # Not checked against any request (there is none): ignored, whatever its shape.
-    assert await update(client, task_id, {"zzz": {"action": "maybe"}}) == ACK
+    assert await update_unchecked(client, task_id, {"zzz": {"action": "maybe"}}) == ACK
     await trio.testing.wait_all_tasks_blocked()
     assert await get(client, task_id) == before
     assert tasks_of(client).runner.parked_count() == 1
@@ -240,7 +252,7 @@ async def test_an_answer_to_a_key_already_answered_is_ignored_and_acknowledged(
     before = await get(client, task_id)
     assert list(before["inputRequests"]) == ["b"]
     assert await update(client, task_id, {"a": answer("second")}) == ACK
-    assert await update(client, task_id, {"a": {"action": "maybe"}}) == ACK  # not checked
+    assert await update_unchecked(client, task_id, {"a": {"action": "maybe"}}) == ACK
     await trio.testing.wait_all_tasks_blocked()
     assert await get(client, task_id) == before
     assert ignored_keys(caplog, task_id) == [["a"], ["a"]]

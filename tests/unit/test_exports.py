@@ -26,6 +26,7 @@ NAMESPACES = [
     "presa_trio.middleware",
     "presa_trio.mrtr",
     "presa_trio.testing",
+    "presa_trio.validation",
     "presa_trio.ext.tasks",
     "presa_trio.ext.tasks.testing",
 ]

@@ -26,13 +26,13 @@ RINGS = [
     ["presa_trio._kernel"],
     ["presa_trio._transports"],
     ["presa_trio._server", "presa_trio.backends", "presa_trio.extensions", "presa_trio.middleware"],
-    ["presa_trio._asgi_driver"],
+    ["presa_trio._asgi_driver", "presa_trio._tool_outputs"],
     ["presa_trio._session_client"],
     ["presa_trio._client"],
-    ["presa_trio", "presa_trio.testing"],
+    ["presa_trio", "presa_trio.testing", "presa_trio.validation"],
     ["presa_trio.ext"],
     # The command line is the outermost edge: its commands may use extensions (tasks).
-    ["presa_trio._cli", "presa_trio._cli_client", "presa_trio.__main__"],
+    ["presa_trio._cli", "presa_trio._cli_client", "presa_trio._proxy", "presa_trio.__main__"],
 ]
 # Modules that must never import trio (or anything that does I/O): values in, values out.
 PURE = [
@@ -52,12 +52,26 @@ PURE = [
     "presa_trio._handlers.convert",
     "presa_trio._handlers.results",
     "presa_trio._protocol.capture",
+    "presa_trio._protocol.capture_records",
+    "presa_trio._protocol.capture_state",
+    "presa_trio._protocol.capture_requests",
+    "presa_trio._protocol.capture_notifications",
+    "presa_trio._protocol.capture_responses",
+    "presa_trio._protocol.capture_http",
+    "presa_trio._protocol.catalog",
+    "presa_trio._protocol.declared_tools",
+    "presa_trio._protocol.findings",
+    "presa_trio._protocol.http_rules",
+    "presa_trio._protocol.leaves",
+    "presa_trio._protocol.traffic",
     "presa_trio.ext.tasks._states",
     "presa_trio.ext.tasks._wire",
     "presa_trio.auth._challenge",
     "presa_trio.auth._metadata",
     "presa_trio._client.wire",
     "presa_trio._client.arguments",
+    "presa_trio._proxy.frames",
+    "presa_trio._client.checks",
 ]
 # What an extension written outside this repository could import.
 PUBLIC = {
@@ -69,6 +83,7 @@ PUBLIC = {
     "presa_trio.mrtr",
     "presa_trio.content",
     "presa_trio.testing",
+    "presa_trio.validation",
     "presa_trio.auth",
 }
 

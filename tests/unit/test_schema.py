@@ -12,7 +12,13 @@ from typing import Any
 import jsonschema
 import pytest
 
-from presa_trio._protocol.schema import SCHEMA_VERSION, Schemas, Violation, load_document
+from presa_trio._protocol.schema import (
+    SCHEMA_VERSION,
+    Schemas,
+    Violation,
+    load_document,
+    load_extension_document,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 README = REPO / "schema" / "README.md"
@@ -318,6 +324,29 @@ def test_vendored_schema_hashes_match_readme() -> None:
         assert hashlib.sha256(path.read_bytes()).hexdigest() == digest
         packaged = resources.files("presa_trio") / "schema" / version / "schema.json"
         assert hashlib.sha256(packaged.read_bytes()).hexdigest() == digest
+
+
+TASKS_SCHEMA = ("extensions", "tasks", "schema.json")
+
+
+def test_the_tasks_extension_schema_hash_matches_readme() -> None:
+    [digest] = re.findall(
+        r"^[-*\s]*sha256 \(extension tasks\):\s*`?([0-9a-f]{64})`?\s*$", README.read_text(), re.M
+    )
+    path = REPO.joinpath("presa_trio", "schema", *TASKS_SCHEMA)
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == digest
+    packaged = resources.files("presa_trio").joinpath("schema", *TASKS_SCHEMA)
+    assert hashlib.sha256(packaged.read_bytes()).hexdigest() == digest
+    document = load_extension_document()
+    assert document["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+    assert len(document["$defs"]) == 18
+    # every reference is local or into the packaged 2026-07-28 core, and names a real $def
+    core = load_document()["$defs"]
+    refs = re.findall(r'"\$ref": "([^"]*)"', path.read_text())
+    for ref in refs:
+        where, name = ref.rsplit("/", 1)
+        assert where in {"#/$defs", "urn:presa-trio:schema:2026-07-28#/$defs"}, ref
+        assert name in (document["$defs"] if where == "#/$defs" else core), ref
 
 
 @pytest.mark.parametrize(

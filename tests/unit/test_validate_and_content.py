@@ -52,7 +52,10 @@ def test_input_required_and_unknown_results() -> None:
         },
         {"jsonrpc": "2.0", "id": "z", "result": {"resultType": "task", "taskId": "x"}},
     )
-    assert list(CaptureChecker().check(capture)) == []
+    # a task result that answers no request, in a capture where no one declared the Tasks
+    # extension: two findings (this line used to pass unchecked)
+    found = [(f.line, f.rule, f.pointer) for f in CaptureChecker().check(capture)]
+    assert found == [(3, "orphan-response", "/id"), (3, "result-type", "/result/resultType")]
 
 
 def test_tagged_client_notification_and_inferred_sides() -> None:

@@ -58,6 +58,14 @@ MAX_SHOWN_KEYS = 16  # a log record or span attribute names at most this many ig
 MAX_SHOWN_KEY_CHARS = 64  # each cut to this many characters: a client chooses them
 
 
+def new_task_id() -> str:
+    """A new task id: 32 URL-safe characters (192 random bits) that never start with ``-``,
+    so that an id can be given to a command line (``presa-trio tasks show ID``) as it is."""
+    while (task_id := secrets.token_urlsafe(24)).startswith("-"):
+        pass  # one id in 64 starts with "-": draw again (the others stay equally likely)
+    return task_id
+
+
 def _unknown() -> InvalidParams:
     return InvalidParams("Unknown or inaccessible taskId")
 
@@ -306,7 +314,7 @@ class TasksExtension(Extension[TasksService]):
             wished = max(wished_ttl_ms, 1000)
             ttl_ms = wished if ttl_ms is None else min(wished, ttl_ms)
         return TaskRecord(
-            task_id=secrets.token_urlsafe(24),
+            task_id=new_task_id(),
             principal=self.principal(ctx),
             tool=tool.name,
             status=Status.WORKING,

@@ -6,10 +6,9 @@ cancel scope, made when it is launched and before its record is stored: ``tasks/
 cancels that scope, so a cancel that arrives before the task first runs stops it at its
 first checkpoint, and whatever the work does after (a late result, say) is recorded as
 ``cancelled``. Inside the scope the task is a nursery whose deadline is its TTL. A tool that
-needs input parks on a ``_Round``, one for each round of questions (its answers and an event
-set once all have come); ``tasks/update`` delivers each answer into it with its key. Every
-task runs behind an error boundary: nothing a tool does, and no store failure, reaches the
-runner nursery or another task.
+needs input parks on a memory channel, one for each round of questions; ``tasks/update``
+delivers each answer into it with its key. Every task runs behind an error boundary:
+nothing a tool does, and no store failure, reaches the runner nursery or another task.
 
 What it does not do: reach a task another worker runs (``_forwarding``), or look for the
 tasks of a lost worker (``_reapers``, which fails them through ``commit``).
@@ -81,7 +80,7 @@ class _Live:
     written: TaskRecord
     scope: trio.CancelScope
     nursery: trio.Nursery | None = None
-    parked: dict[str, _Round] = field(default_factory=dict)  # key -> the round asking it
+    parked: dict[str, trio.MemorySendChannel[tuple[str, Any]]] = field(default_factory=dict)
     done: trio.Event | None = None
 
     @property
@@ -89,37 +88,6 @@ class _Live:
         """The TTL ended the task (its nursery also cancels itself when a child fails)."""
         caught = self.nursery is not None and self.nursery.cancel_scope.cancelled_caught
         return caught and trio.current_time() >= self.deadline
-
-
-@final
-class _Round:
-    """One round of questions a task waits on (one ``ctx.input``): the answers as they are
-    delivered, and ``done``, set once every question has one. Closed when the wait ends:
-    an answer delivered after that is not used.
-
-    An event and a dict, not a memory channel: a parked task holds one round, and a channel
-    (its state, two ends and their sets of waiters) is several times its size.
-    """
-
-    __slots__ = ("answers", "done", "open", "wanted")
-
-    def __init__(self, wanted: int) -> None:
-        self.wanted = wanted
-        self.answers: dict[str, Any] = {}
-        self.done = trio.Event()
-        self.open = True
-
-    def deliver(self, key: str, answer: Any) -> bool:
-        """Give ``answer`` to the question ``key``; False once the wait has ended."""
-        if not self.open:
-            return False
-        self.answers[key] = answer
-        if len(self.answers) == self.wanted:
-            self.done.set()
-        return True
-
-    def close(self) -> None:
-        self.open = False
 
 
 @final
@@ -157,7 +125,7 @@ class _TaskInput:
         """Park until every request has an answer.
 
         The task shows the pending requests as ``inputRequests`` until ``tasks/update``
-        delivers into their round. A wait that ends without all its answers while the
+        delivers into their channels. A wait that ends without all its answers while the
         task goes on (the tool's own ``move_on_after`` around ``ctx.input``, say) withdraws
         the keys still unanswered: the record stops showing them, and an answer to them is
         ignored (SEP-2663 "superseded").
@@ -174,23 +142,25 @@ class _TaskInput:
         if not missing:
             await trio.lowlevel.checkpoint()
             return found
-        # One round, whatever its number of keys: each answer comes with its key.
-        waiting = _Round(len(missing))
+        # One channel for the round, whatever its number of keys: each answer comes with its
+        # key, and room for all of them.
+        send, receive = trio.open_memory_channel[tuple[str, Any]](len(missing))
         for key in missing:
-            live.parked[key] = waiting
+            live.parked[key] = send
         asked = False
-        try:
-            keys = runner.shared_keys(frozenset(missing))
-            await runner.commit(task_id, InputRequested(missing, keys))
-            asked = True
-            await waiting.done.wait()
-            found.update(waiting.answers)
-        finally:
-            waiting.close()
-            # What is still parked was not answered (an answer claims its key first)
-            unanswered = [key for key in missing if live.parked.pop(key, None) is not None]
-            if asked and unanswered and live.nursery is not None:
-                live.nursery.start_soon(runner._withdraw, task_id, frozenset(unanswered))
+        with receive:
+            try:
+                keys = runner.shared_keys(frozenset(missing))
+                await runner.commit(task_id, InputRequested(missing, keys))
+                asked = True
+                for _ in missing:
+                    key, answer = await receive.receive()
+                    found[key] = answer
+            finally:
+                # What is still parked was not answered (an answer claims its key first)
+                unanswered = [key for key in missing if live.parked.pop(key, None) is not None]
+                if asked and unanswered and live.nursery is not None:
+                    live.nursery.start_soon(runner._withdraw, task_id, frozenset(unanswered))
         return found
 
 
@@ -389,8 +359,8 @@ class TaskRunner:
             elif live.expired:
                 outcome = Expired()
         finally:
-            for waiting in live.parked.values():  # close any round still parked
-                waiting.close()
+            for send in live.parked.values():  # release any channel still parked
+                send.close()
             live.parked.clear()
             await self._settle_within_bound(task_id, outcome)
             del self._live[task_id]
@@ -571,7 +541,7 @@ class TaskRunner:
         wake their waiters; returns the keys accepted (the others matched nothing the task
         waits for, and a task that does not run here accepts none).
 
-        Accepting (the commit) and waking (the deliveries) happen together, shielded:
+        Accepting (the commit) and waking (the channel sends) happen together, shielded:
         a request cancelled half-way cannot mark inputs accepted that no waiter received.
         A store that does not answer within ``COMMIT_SECONDS`` is the retryable
         ``ServiceUnavailable``, and nothing is accepted (a store keeping the contract
@@ -584,7 +554,7 @@ class TaskRunner:
         with trio.move_on_after(COMMIT_SECONDS, shield=True):
             current = await self.store.get(task_id)
             pending = current.input_requests.keys() if current is not None else frozenset()
-            # Claim the rounds now, with no checkpoint between the check and the claim: of
+            # Claim the channels now, with no checkpoint between the check and the claim: of
             # several updates answering one key, exactly one delivers; the others learn that
             # their answer was not used (it is ignored).
             claimed = {
@@ -597,10 +567,13 @@ class TaskRunner:
             except BaseException:
                 live.parked.update(claimed)  # not accepted: the task still waits for them
                 raise
-            # an answer whose wait ended (cancelled, say) as it arrived is not used
-            delivered = [
-                key for key, waiting in claimed.items() if waiting.deliver(key, responses[key])
-            ]
+            delivered = set()
+            for key, send in claimed.items():
+                try:
+                    send.send_nowait((key, responses[key]))
+                    delivered.add(key)
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    pass  # the wait ended (cancelled, say) as the answer arrived: unused
             return frozenset(delivered)
         raise ServiceUnavailable("The task store did not answer in time; retry")
 
