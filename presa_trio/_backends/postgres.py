@@ -272,6 +272,14 @@ class PostgresDatabase:
             fn = self.tally.counting(fn)
         return await self._on_connection(partial(_one_by_one, fn=fn))
 
+    async def read(self, fn: Callable[[Connection], T]) -> T:
+        """A read runs as any call does, on a pooled connection of its own."""
+        return await self.run(fn)
+
+    async def update(self, fn: Callable[[Connection], T]) -> T:
+        """One statement that writes, its own transaction: no write lock to wait for."""
+        return await self.run(fn)
+
     async def _on_connection(self, use: Callable[[psycopg.Connection[Any]], T]) -> T:
         """``use(connection)`` in a worker thread, on a connection of the pool's."""
         if not self._opened:

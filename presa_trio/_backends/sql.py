@@ -250,6 +250,15 @@ class SqlDatabase(Protocol):
 
     async def write(self, fn: Callable[[Connection], T]) -> T: ...
 
+    async def read(self, fn: Callable[[Connection], T]) -> T:
+        """``run(fn)`` for an ``fn`` that only reads: a database may run it with other
+        reads (SQLite's reader), never behind a write."""
+
+    async def update(self, fn: Callable[[Connection], T]) -> T:
+        """``run(fn)`` for an ``fn`` of one statement that writes: its own transaction, not
+        serialised with ``write`` where that costs (PostgreSQL's write lock); a database
+        whose writes are serialised anyway commits it with the others (SQLite's writer)."""
+
     #: One statement that appends a message row (``?`` for origin, target, topic, body and
     #: created_ms) as a transaction of its own, serialised with every write (so rows commit
     #: in the order of their numbers), and wakes the other workers if the database can
@@ -269,7 +278,7 @@ class SqlDatabase(Protocol):
 
     async def serve(self, *, task_status: trio.TaskStatus[None] = ...) -> None:
         """Whatever the database runs in the background for its calls while the backend is
-        open (the SQLite writer), until cancelled; ``task_status.started()`` once calls may
+        open (SQLite's writer and reader), until cancelled; ``task_status.started()`` once calls may
         use it. A database with nothing to run returns after that."""
 
 
@@ -324,7 +333,7 @@ class SharedBackend:
         def select(conn: Connection) -> frozenset[str]:
             return frozenset(str(row[0]) for row in conn.execute(query, (lease_ms,)).fetchall())
 
-        return await self.db.run(select)
+        return await self.db.read(select)
 
     def health(self) -> BackendHealth:
         """Unhealthy while the heartbeat or the signal loop fails (the reason names which,

@@ -8,9 +8,11 @@ is one transaction) and is answered as a retryable ``StorageUnavailable``, never
 
 While the backend is open, one writer task per worker (``SqliteDatabase.serve``) takes its
 writes: what is queued when it looks goes to its thread in one hop, on its own connection,
-and commits together (group commit), each write in a savepoint of its own. Reads keep their
-own threads and pooled connections: in WAL they never wait for a writer, and a write that
-waits for another process's lock holds up only the writes queued behind it.
+and commits together (group commit), each write in a savepoint of its own, none acknowledged
+before the ``COMMIT``. A reader does the same for the reads (``read``), on a connection and
+a thread of its own: in WAL a read never waits for a writer, so a write that waits for
+another process's lock holds up only the writes queued behind it. Other calls (``run``)
+keep their own threads and pooled connections.
 
 New signals are noticed with ``PRAGMA data_version``, which changes when another connection
 commits: a cheap read that fetches new rows only when there are any. While the worker
@@ -40,13 +42,13 @@ import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any, NoReturn, TypeVar, final
+from typing import NoReturn, TypeVar, final
 from urllib.parse import quote
 
 import outcome
 import trio
 
-from .._boundary import error_boundary
+from .batches import Batcher, Job
 from .dir_watch import DirectoryWatch
 from .protocol import BackendError
 from .sql import (
@@ -158,26 +160,6 @@ class _Moved(Exception):
         self.how = how
 
 
-BATCH_MAX = 64  # calls one thread hop of the writer runs at most
-QUEUE_SIZE = 256  # calls waiting for the writer at most (a caller then waits to queue)
-
-
-@final
-class _Job:
-    """One write handed to the writer: ``fn``, and its outcome once run. ``taken`` once the
-    writer has it (from then on it runs to its end); ``withdrawn`` by a caller cancelled
-    before that (the writer skips it)."""
-
-    __slots__ = ("done", "fn", "result", "taken", "withdrawn")
-
-    def __init__(self, fn: Callable[[Connection], Any]) -> None:
-        self.fn = fn
-        self.result: outcome.Outcome[Any] | None = None
-        self.done = trio.Event()
-        self.taken = False
-        self.withdrawn = False
-
-
 @final
 class SqliteDatabase:
     """A bounded pool of connections to one SQLite file, used from trio (a ``SqlDatabase``).
@@ -226,9 +208,11 @@ class SqliteDatabase:
         self._adopting = threading.Lock()
         self._moved: str | None = None  # why every call is refused, once the file is gone
         self._closed = False
-        # The writer's queue while it runs (``serve``); None: each call hops on its own.
-        self._jobs: trio.MemorySendChannel[_Job] | None = None
+        # The writer and the reader while they run (``serve``); else each call hops alone.
+        self._writing = Batcher("the sqlite writer", self._writes_in_thread, logger, self._batched)
+        self._reading = Batcher("the sqlite reader", self._reads_in_thread, logger, self._batched)
         self._writer: sqlite3.Connection | None = None  # the writer's own connection
+        self._reader: sqlite3.Connection | None = None  # the reader's own connection
         #: Counts of this database's work, for benchmarks and tests (None: not counted).
         self.tally: Tally | None = None
 
@@ -290,80 +274,26 @@ class SqliteDatabase:
             self._health.worked()
         return result.unwrap()
 
-    async def _hand(
-        self, jobs: trio.MemorySendChannel[_Job], fn: Callable[[Connection], T]
-    ) -> outcome.Outcome[T] | None:
-        """Queue the write ``fn`` for the writer and wait for its outcome (None: the writer
-        has stopped, the caller runs it itself). Cancelled while it waits in the queue, the
-        write is withdrawn and never runs; once the writer has it, it runs to its end and
-        the caller waits for that, as for a thread of its own."""
-        job = _Job(fn)
-        try:
-            await jobs.send(job)
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            await trio.lowlevel.checkpoint()
-            return None
-        try:
-            await job.done.wait()
-        except trio.Cancelled:
-            if not job.taken:
-                job.withdrawn = True
-                raise
-            with trio.CancelScope(shield=True):
-                await job.done.wait()
-            raise
-        assert job.result is not None
-        return job.result
-
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Run this worker's writes until cancelled: whatever is queued when the writer
-        looks goes to its thread in one hop, on its own connection, and commits in one
-        ``BEGIN IMMEDIATE`` transaction, each write in a savepoint of its own: one that raises
-        is undone alone, and none is acknowledged before the ``COMMIT`` (group commit). When
-        it stops, what is queued is answered ``StorageUnavailable`` and later writes run in
-        a thread of their own again."""
-        send, receive = trio.open_memory_channel[_Job](QUEUE_SIZE)
-        self._jobs = send
+        """Run this worker's writer and reader until cancelled (see the module docstring).
+        When they stop, what is queued is answered ``StorageUnavailable`` and later calls
+        run in threads of their own again."""
         try:
-            task_status.started()
-            while True:
-                batch = [await receive.receive()]
-                while len(batch) < BATCH_MAX:
-                    try:
-                        batch.append(receive.receive_nowait())
-                    except trio.WouldBlock:
-                        break
-                taken = [job for job in batch if not job.withdrawn]
-                if taken:
-                    # every job is answered whatever happens; a bug in the batch is logged,
-                    # and the writer goes on with the next
-                    with error_boundary("the sqlite writer", logger):
-                        await self._run_batch(taken)
+            async with trio.open_nursery() as nursery:
+                await nursery.start(self._writing.serve)
+                await nursery.start(self._reading.serve)
+                task_status.started()
         finally:
-            self._jobs = None
-            send.close()  # a call from now on runs in a thread of its own
-            for job in _drained(receive):
-                job.result = outcome.Error(StorageUnavailable("the store is closing"))
-                job.done.set()
-            receive.close()
-            if self._writer is not None:
-                self._writer.close()
-                self._writer = None
+            for conn in (self._writer, self._reader):
+                if conn is not None:
+                    conn.close()
+            self._writer = self._reader = None
 
-    async def _run_batch(self, batch: list[_Job]) -> None:
-        for job in batch:
-            job.taken = True
-        try:
-            if self.tally is not None:
-                self.tally.batched()
-            await trio.to_thread.run_sync(self._batch_in_thread, batch)
-        finally:
-            for job in batch:
-                if job.result is None:  # the thread itself failed (a bug: the caller logs it)
-                    job.result = outcome.Error(StorageUnavailable())
-                job.done.set()
+    def _batched(self) -> None:
+        if self.tally is not None:
+            self.tally.batched()
 
-    def _batch_in_thread(self, batch: list[_Job]) -> None:
+    def _writes_in_thread(self, batch: list[Job]) -> None:
         """Each write's outcome: all committed together, or the ones that raised undone
         alone. Then the path must still name the file, or none is acknowledged."""
         conn = self._writer
@@ -375,21 +305,45 @@ class SqliteDatabase:
                     job.result = outcome.Error(exc)
                 return
         self._commit_together(conn, batch)
+        if self._checked(batch) or conn.in_transaction:
+            conn.close()  # a fresh connection next time: the file may have come back
+            self._writer = None
+
+    def _reads_in_thread(self, batch: list[Job]) -> None:
+        """Each read's outcome, one after another on the reader's connection (each its own
+        transaction: in WAL, none waits for a writer). Then the path must still name the
+        file, or none is answered."""
+        conn = self._reader
+        if conn is None:
+            try:
+                conn = self._reader = self._open()
+            except (sqlite3.Error, _Moved) as exc:
+                for job in batch:
+                    job.result = outcome.Error(exc)
+                return
+        for job in batch:
+            job.result = outcome.capture(job.fn, conn)
+        if self._checked(batch) or conn.in_transaction:
+            if conn.in_transaction:
+                conn.rollback()
+            conn.close()
+            self._reader = None
+
+    def _checked(self, batch: list[Job]) -> bool:
+        """Fail every job of ``batch`` unless the path still names the file; whether any
+        failed as the database did (its connection is then not used again)."""
         try:
-            self._check_file()  # (after the COMMIT: was it the file at the path?)
+            self._check_file()
         except (_Moved, sqlite3.Error) as exc:
             for job in batch:
                 job.result = outcome.Error(exc)
-        failed = any(
+        return any(
             isinstance(job.result, outcome.Error)
             and isinstance(job.result.error, sqlite3.Error | _Moved)
             for job in batch
         )
-        if failed or conn.in_transaction:
-            conn.close()  # a fresh connection next time: the file may have come back
-            self._writer = None
 
-    def _commit_together(self, conn: sqlite3.Connection, writes: list[_Job]) -> None:
+    def _commit_together(self, conn: sqlite3.Connection, writes: list[Job]) -> None:
         """``writes`` in one ``BEGIN IMMEDIATE`` transaction, each in a savepoint: one that
         raises is rolled back to its savepoint and fails alone; the rest commit together. A
         failure of the transaction itself (its lock, its ``COMMIT``, the file moved) fails
@@ -438,15 +392,45 @@ class SqliteDatabase:
 
         if self.tally is not None:
             self.tally.wrote()
-        jobs = self._jobs
-        if jobs is not None and self._moved is None:  # the writer commits it with others
-            call: Callable[[Connection], T] = checked
-            if self.tally is not None:
-                call = self.tally.counting(checked)
-            handed = await self._hand(jobs, call)
+        handed = await self._to_writer(checked)
+        if handed is not None:
+            return self._answer(handed)
+        return await self.run(in_transaction(("BEGIN IMMEDIATE",), checked))
+
+    async def update(self, fn: Callable[[Connection], T]) -> T:
+        """One statement that writes, its own transaction: while the writer runs, committed
+        with the others it has (SQLite has one write lock: a write waits for it anyway);
+        otherwise as ``run`` runs it, in autocommit (no ``BEGIN`` and ``COMMIT`` around it)."""
+
+        def checked(conn: Connection) -> T:
+            result = fn(conn)
+            self._check_file()
+            return result
+
+        handed = await self._to_writer(checked)  # (a call, not a write, in the tally)
+        if handed is not None:
+            return self._answer(handed)
+        return await self.run(fn)
+
+    async def _to_writer(self, fn: Callable[[Connection], T]) -> outcome.Outcome[T] | None:
+        """``fn``'s outcome, committed by the writer with the others it has; None when the
+        writer does not run (or the file is refused): the caller runs it itself."""
+        if not self._writing.serving or self._moved is not None:
+            await trio.lowlevel.checkpoint()
+            return None
+        call = fn if self.tally is None else self.tally.counting(fn)
+        return await self._writing.hand(call)
+
+    async def read(self, fn: Callable[[Connection], T]) -> T:
+        """``fn``, which only reads, as ``run`` runs it; while the reader runs (``serve``),
+        on its connection in a batch with the other reads queued (one thread hop for all).
+        It never waits for a write: the writer has a connection and a thread of its own."""
+        if self._reading.serving and self._moved is None:
+            call = fn if self.tally is None else self.tally.counting(fn)
+            handed = await self._reading.hand(call)
             if handed is not None:
                 return self._answer(handed)
-        return await self.run(in_transaction(("BEGIN IMMEDIATE",), checked))
+        return await self.run(fn)
 
     def _refuse(self, moved: _Moved) -> NoReturn:
         """From now on, refuse every call: the file at the path is not the one opened."""
@@ -612,16 +596,6 @@ class SqliteDatabase:
             conn.close()
             raise
         return conn
-
-
-def _drained(receive: trio.MemoryReceiveChannel[_Job]) -> list[_Job]:
-    """What is still queued in ``receive`` (closed or not), taken out."""
-    left = []
-    while True:
-        try:
-            left.append(receive.receive_nowait())
-        except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
-            return left
 
 
 @asynccontextmanager

@@ -4,7 +4,8 @@ One row per task: the record as JSON, beside the columns the store queries (prin
 revision, whether it is terminal, when it expires), and one row that holds how many tasks are
 stored. Creation counts and inserts in one serialised write, so ``TaskLimits`` hold across all
 workers; compare-and-set is one ``UPDATE ... WHERE revision = ?``, a statement of its own
-outside the serialised writes (it inserts nothing, and a task it ends can only have been
+outside PostgreSQL's serialised writes (SQLite serialises every write; its writer commits it
+with the others) (it inserts nothing, and a task it ends can only have been
 counted as still running by a creation that read before: a stricter count, never a looser
 one), and the revision is also the fencing token: once another worker has failed a task of
 a worker it believed lost, that worker's next write carries a stale revision and changes
@@ -124,10 +125,10 @@ class SqlTaskStore:
         await self._prepare()
         return await self.db.write(fn)
 
-    async def _statement(self, fn: Callable[[Connection], T]) -> T:
-        """``fn``'s one statement, its own transaction."""
+    async def _read(self, fn: Callable[[Connection], T]) -> T:
+        """``fn``'s reads (on SQLite with other requests' reads, never behind a write)."""
         await self._prepare()
-        return await self.db.run(fn)
+        return await self.db.read(fn)
 
     async def _prepare(self) -> None:
         await self._tables.ensure(self.db)
@@ -165,7 +166,7 @@ class SqlTaskStore:
             ).fetchone()
             return None if row is None else str(row[0])
 
-        text = await self._statement(select)
+        text = await self._read(select)
         return None if text is None else decode(text)
 
     async def compare_and_set(self, task: TaskRecord, expected_revision: int) -> bool:
@@ -184,7 +185,8 @@ class SqlTaskStore:
             )
             return bool(changed.rowcount == 1)
 
-        return await self._statement(update)
+        await self._prepare()
+        return await self.db.update(update)
 
     async def delete_expired(self, now_ms: int) -> int:
         def delete(conn: Connection) -> int:
@@ -204,7 +206,7 @@ class SqlTaskStore:
         def count(conn: Connection) -> int:
             return int(conn.execute("SELECT COUNT(*) FROM presa_tasks").fetchone()[0])
 
-        return await self._statement(count)
+        return await self._read(count)
 
     async def list_tasks(
         self, principal: str, after: str | None, limit: int, now_ms: int
@@ -217,13 +219,13 @@ class SqlTaskStore:
             ).fetchall()
             return [str(row[0]) for row in rows]
 
-        return [decode(text) for text in await self._statement(select)]
+        return [decode(text) for text in await self._read(select)]
 
     async def owners(self) -> frozenset[str]:
         def select(conn: Connection) -> frozenset[str]:
             return frozenset(str(row[0]) for row in conn.execute(_OWNERS).fetchall())
 
-        return await self._statement(select)
+        return await self._read(select)
 
     async def orphans(self, lost: frozenset[str]) -> list[str]:
         if not lost:
@@ -239,4 +241,4 @@ class SqlTaskStore:
                 found += (str(row[0]) for row in conn.execute(query, some).fetchall())
             return found
 
-        return await self._statement(select)
+        return await self._read(select)
