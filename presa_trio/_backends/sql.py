@@ -450,7 +450,9 @@ class SharedBackend:
         def append(conn: Connection) -> None:
             conn.execute(self.db.append, (self.worker_id, target, topic, text, now_ms()))
 
-        await self.db.run(append)
+        # one statement that writes: on SQLite committed with the writes queued with it (a
+        # task's completion and the notification relayed for it may share one COMMIT)
+        await self.db.update(append)
 
     async def _watch_loop(self) -> None:
         """Read new messages whenever the database says there may be some. A look that
