@@ -2,22 +2,26 @@
 FastMCP (with ``fastmcp-tasks``), each served by one hypercorn worker on this machine.
 
 Three paths, each where the peer serves it: a plain 2026-07-28 ``tools/call``; a task
-(``tools/call`` declaring the Tasks extension, ``tasks/get`` polled to ``completed``, the
-result read from it); and the older era (one ``initialize`` session per client, then its
-``tools/call`` at 2025-11-25). The raw ASGI app (``raw_app.py``) answers the plain call too:
-it is the ceiling, and shows the client is not what limits the others. Per run: operations/s
-at ``--clients`` concurrent clients (one keep-alive connection each), and the server's CPU
-per operation (user and system time of hypercorn's master and worker, from ``/proc``), and
-the client's own (this process's CPU time: far below the raw app's time per operation, it
-shows the client has room to spare). Then
-the memory a parked task holds (a task waiting on its client's answer; the worker's resident
-memory before and after ``--parked`` of them, on a fresh server). Runs are interleaved (every
-case once, then again, each repetition in the opposite order); figures are the median of
-``--reps`` with the lowest and highest beside it, and ratios to presa are taken within a
-repetition. Not measured: several workers, shared stores, latency under open-loop load.
+(``tools/call`` declaring the Tasks extension, ``tasks/get`` polled every 5 ms to
+``completed``, the result read from it); and the older era (one ``initialize`` session per
+client, then its ``tools/call`` at 2025-11-25). The raw ASGI app (``raw_app.py``) answers the
+plain call too: it is the ceiling. The servers run under hypercorn's trio worker, except
+FastMCP with tasks, which only starts under the asyncio worker (``peer_fastmcp_app.py`` says
+why); its plain call is measured there too, beside its trio-worker figure.
 
-    PYTHONPATH=. .venv/bin/python bench/peers.py             # about 3 min
-    PYTHONPATH=. .venv/bin/python bench/peers.py --quick     # about 40 s, smaller and shorter
+Per run: operations/s at ``--clients`` concurrent clients (one keep-alive connection each),
+the server's CPU per operation (user and system time of hypercorn's master and worker, from
+``/proc``), the client's own (this process's CPU time: well below the raw app's time per
+operation, the client is not what limits the servers) and HTTP requests per operation. Then
+the resident memory a parked task holds (a task waiting on its client's answer; the worker's
+before and after ``--parked`` of them, on a fresh server). Runs are interleaved (every case
+in turn, each repetition in the opposite order of the one before); figures are the median
+of ``--reps`` with the lowest and highest beside it, and ratios to presa (of throughput and
+of CPU) are taken within a repetition. Not measured: several workers, shared stores,
+latency under open-loop load.
+
+    PYTHONPATH=. .venv/bin/python bench/peers.py             # about 7 min
+    PYTHONPATH=. .venv/bin/python bench/peers.py --quick     # about 20 s, one short run
 """
 
 from __future__ import annotations
@@ -285,6 +289,7 @@ CASES = [
     ("plain", "presa"),
     ("plain", "sdk"),
     ("plain", "fastmcp"),
+    ("plain", "fastmcp-tasks"),  # the asyncio worker's own cost, beside FastMCP's tasks
     ("task", "presa"),
     ("task", "fastmcp-tasks"),
     ("session", "presa"),
@@ -477,7 +482,7 @@ def report(runs: list[Run], parked: dict[str, list[float]], clients: int) -> Non
         " ratios to presa taken within a repetition"
     )
     print(f"{'path':<10}{'server':<34}{'ops/s':>26}{'x presa':>24}{'server CPU us/op':>26}"
-          f"{'client CPU us/op':>20}{'requests/op':>13}")  # fmt: skip
+          f"{'CPU x presa':>24}{'client CPU us/op':>18}{'requests/op':>13}")  # fmt: skip
     for path in PATHS:
         presa = {r.rep: r for r in runs if r.path == path and r.app == "presa"}
         for case_path, name in CASES:
@@ -491,10 +496,13 @@ def report(runs: list[Run], parked: dict[str, list[float]], clients: int) -> Non
             ratios = [r.rate / presa[r.rep].rate for r in mine if presa.get(r.rep)]
             ratio = spread(ratios, 3) if ratios else ""
             cpu = spread([r.cpu_us for r in mine])
+            cpus = [r.cpu_us / presa[r.rep].cpu_us for r in mine if presa.get(r.rep)]
+            cpu_ratio = spread(cpus, 3) if cpus else ""
             client_cpu = statistics.median(r.client_us for r in mine)
             requests = statistics.median(r.requests / r.ops for r in mine)
             print(f"{path:<10}{label:<34}{spread([r.rate for r in mine], 1):>26}"
-                  f"{ratio:>24}{cpu:>26}{client_cpu:>20,.0f}{requests:>13.2f}")  # fmt: skip
+                  f"{ratio:>24}{cpu:>26}{cpu_ratio:>24}{client_cpu:>18,.0f}"
+                  f"{requests:>13.2f}")  # fmt: skip
     for (path, name), why in NOT_SERVED.items():
         print(f"  {path} / {APPS[name].label}: {why}")
     if parked:
@@ -576,6 +584,8 @@ def main() -> int:
             log = logdir / f"{r.app}.log"
             tail = log.read_text(errors="replace")[-1500:] if log.exists() else ""
             print(f"! {r.path} {r.app} rep {r.rep}: {r.errors[:3]}\n{tail}")
+    load = os.getloadavg()
+    print(f"\nload average at the end: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     report(runs, parked, args.clients)
     errors = sum(len(r.errors) for r in runs)
     print(f"\nerrors: {errors}")
