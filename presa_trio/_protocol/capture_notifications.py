@@ -13,7 +13,7 @@ from typing import Any
 
 from .capture_http import server_http
 from .capture_records import CLIENT, SERVER, Record
-from .capture_state import CaptureState, params_of
+from .capture_state import CaptureState, check_core_message, params_of
 from .catalog import Catalog
 from .findings import LineFindings
 
@@ -29,14 +29,7 @@ def check_notification(
     core = catalog.notifications.get(method)
     extension = state.tasks.notifications.get(method)
     if core is not None:
-        if direction not in core.senders:
-            out.add(
-                core.definition,
-                "/method",
-                f"{method} is not sent by the {direction}",
-                "direction",
-            )
-        out.schema(catalog.schemas, core.definition, message, "")
+        check_core_message(out, catalog, core, message, direction)
     elif (
         extension is not None
         and catalog.modern

@@ -12,7 +12,7 @@ from typing import Any
 
 from . import http_rules
 from .capture_records import CLIENT, SERVER, Record
-from .capture_state import CaptureState, params_of
+from .capture_state import CaptureState, check_core_message, params_of
 from .catalog import Catalog, declares_tasks
 from .era import SESSION_HEADER
 from .findings import LineFindings
@@ -55,14 +55,7 @@ def _check_request_schema(
 ) -> None:
     core = catalog.requests.get(method)
     if core is not None:
-        if direction not in core.senders:
-            out.add(
-                core.definition,
-                "/method",
-                f"{method} is not sent by the {direction}",
-                "direction",
-            )
-        out.schema(catalog.schemas, core.definition, message, "")
+        check_core_message(out, catalog, core, message, direction)
         return
     extension = state.tasks.requests.get(method)
     if extension is not None and catalog.modern and (tasks or state.traffic.server_tasks):

@@ -39,9 +39,11 @@ def check_response(
         method = record.header("mcp-method")
         ident = message.get("id")
         asked = state.traffic.in_exchange(record.exchange) if direction == SERVER else None
-        if asked is not None:  # the exchange's answer, under another id
+        unattributed = ident is None and "error" in message  # refused before it was read
+        if asked is not None:  # the exchange's answer, under another id (or none)
             state.traffic.finish(asked)
             catalog, method = asked.catalog, asked.method
+        if asked is not None and not unattributed:
             out.add(
                 "JSONRPCResponse",
                 "/id",
@@ -49,8 +51,10 @@ def check_response(
                 f"whose id is {asked.request_id!r}",
                 "orphan-response",
             )
-        elif not state.traffic.was_cancelled(OTHER[direction], ident) and not (
-            ident is None and "error" in message
+        elif (
+            asked is None
+            and not unattributed
+            and not state.traffic.was_cancelled(OTHER[direction], ident)
         ):
             out.add(
                 "JSONRPCResponse",

@@ -13,8 +13,9 @@ from collections.abc import Mapping
 from typing import Any, final
 
 from .capture_records import CLIENT, SERVER, Record
-from .catalog import VERSIONS, Catalog, ExtensionCatalog, schema_version
+from .catalog import VERSIONS, Catalog, ExtensionCatalog, Method, schema_version
 from .dialect import META_PROTOCOL_VERSION
+from .findings import LineFindings
 from .schema import SCHEMA_VERSION, Schemas
 from .traffic import Traffic
 
@@ -34,6 +35,22 @@ def params_of(message: Mapping[str, Any]) -> dict[str, Any]:
     """A message's ``params`` when they are an object, else empty."""
     params = message.get("params")
     return params if isinstance(params, dict) else {}
+
+
+def check_core_message(
+    out: LineFindings,
+    catalog: Catalog,
+    core: Method,
+    message: Mapping[str, Any],
+    direction: str,
+) -> None:
+    """A core request or notification: sent by a side that may send it, and its ``$def``."""
+    if direction not in core.senders:
+        out.add(
+            core.definition, "/method", f"{message['method']} is not sent by the {direction}",
+            "direction",
+        )  # fmt: skip
+    out.schema(catalog.schemas, core.definition, message, "")
 
 
 @final

@@ -30,13 +30,17 @@ NAME_MEMBERS: dict[str, str] = {
 
 #: The HTTP statuses a 2026-07-28 error may travel with when it is the whole JSON response
 #: (wire §12.1): MUSTs where the spec has one, the recommended and the in-band 200 elsewhere.
-#: Codes not listed (application errors) are not checked.
+#: An invalid request refused at the HTTP level keeps its own status: 401 (no valid token),
+#: 403 (an Origin or Host not allowed, which MUST be 403 and MAY carry an error without an
+#: id; a scope missing), 408 (a body that did not arrive in time), 409 (a second stream of a
+#: session) and 413 (a body over the limit); an internal error the client may retry travels
+#: with 503. Codes not listed (application errors) are not checked.
 ERROR_STATUSES: dict[int, frozenset[int]] = {
     -32700: frozenset({400}),
-    -32600: frozenset({400}),
+    -32600: frozenset({400, 401, 403, 408, 409, 413}),
     -32601: frozenset({404}),
     -32602: frozenset({200, 400}),
-    -32603: frozenset({200, 500}),
+    -32603: frozenset({200, 500, 503}),
     -32020: frozenset({400}),
     -32021: frozenset({400}),
     -32022: frozenset({400}),

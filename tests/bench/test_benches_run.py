@@ -156,6 +156,14 @@ def run(*args: str) -> str:
             ),
             r"memory\s+resume\s+\d+\.\d\d(.|\n)*sqlite\s+logging costs the call \d+\.\d\dx",
         ),
+        # every peer's servers, each path and the parked tasks once, briefly, unpinned
+        (
+            ("bench/peers.py", "--quick", "--parked", "20", "--server-cpu", "", "--client-cpu", ""),
+            r"plain\s+raw ASGI app\s+[\d,]+\.\d \((.|\n)*"
+            r"task\s+FastMCP \(asyncio worker\)\s+[\d,]+\.\d \(.*\)\s+\d\.\d{3} \((.|\n)*"
+            r"session\s+official SDK\s+[\d,]+\.\d(.|\n)*"
+            r"parked task(.|\n)*presa_trio\s+-?[\d,]+ \(.*\) B\n(.|\n)*errors: 0",
+        ),
         (
             ("bench/declare_bench.py", "-n", "3"),
             r"no hint:\s+\d+\.\d us per declaration(.|\n)*list\[dataclass\]:\s+\d+\.\d us",
@@ -182,6 +190,7 @@ def run(*args: str) -> str:
         "tasks_bench-count-one",
         "tasks_concurrency",
         "resume_bench",
+        "peers",
         "declare_bench",
         "validation_bench",
     ],

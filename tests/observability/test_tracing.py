@@ -415,13 +415,14 @@ async def test_the_answers_a_task_update_ignored_are_named_on_its_span(spans: Sp
     release = trio.Event()
     async with open_client(traced_server(spans.provider, release)) as client:
         task_id = await create(client, "held", {}, "c")
-        ack = await client.update_task(task_id, {"stray": {"x": 1}, "other": {}})
+        declined = {"action": "decline"}  # well-formed answers, to questions never asked
+        ack = await client.update_task(task_id, {"stray": declined, "other": declined})
         assert ack["resultType"] == "complete"
         assert list(ack["_meta"]) == ["io.modelcontextprotocol/serverInfo"]
         release.set()
         with trio.fail_after(5):
             assert (await client.wait_task(task_id))["status"] == "completed"
-        await client.update_task(task_id, {"late": {}})  # the task has ended
+        await client.update_task(task_id, {"late": declined})  # the task has ended
     updates = [s for s in spans.finished() if s.name == "tasks/update"]
     assert [dict(s.attributes or {}).get("mcp.task.ignored_input_keys") for s in updates] == [
         ("other", "stray"),

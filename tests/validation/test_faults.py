@@ -329,6 +329,27 @@ def test_an_exchange_answered_under_another_id_is_a_finding_that_ends_the_reques
     assert findings[0].message.endswith("tools/list request of its HTTP exchange, whose id is 1")
 
 
+def test_a_refusal_at_the_http_level_keeps_its_status_and_may_have_no_id() -> None:
+    """An Origin refused with 403 and an error without an id (which the request's id could
+    not be read for), a body over the limit with 413, a retryable internal error with 503:
+    what the wire allows, so nothing is found; the same refusals with 200 are findings."""
+    call = request(1, "tools/list")
+    forbidden = {"jsonrpc": "2.0", "error": {"code": -32600, "message": "Forbidden: Origin"}}
+    busy = {"jsonrpc": "2.0", "id": 3, "error": {"code": -32603, "message": "retry"}}
+    capture = [
+        record("client", call, 1, headers("tools/list")),
+        record("server", forbidden, 1, {"status": 403, "headers": JSON}),
+        record("client", call, 2, headers("tools/list")),  # id 1 no longer in flight
+        record("server", forbidden, 2, {"status": 413, "headers": JSON}),
+        record("client", call | {"id": 3}, 3, headers("tools/list")),
+        record("server", busy, 3, {"status": 503, "headers": JSON}),
+    ]
+    assert found(*capture) == []
+    capture[1] = record("server", forbidden, 1, {"status": 200, "headers": JSON})
+    capture[5] = record("server", busy, 3, {"status": 502, "headers": JSON})
+    assert found(*capture) == [(2, "http-status", "/error/code"), (6, "http-status", "/error/code")]
+
+
 def test_a_request_refused_without_a_body_is_no_longer_in_flight() -> None:
     call = request(1, "tools/list")
     refused = record("server", None, 1, {"status": 503, "headers": {}})
