@@ -6,6 +6,13 @@ event loop never waits on the network. Every connection carries ``statement_time
 ``lock_timeout``, so a statement that hangs is bounded; a connection the database has closed
 is never lent (``_lend``), so after the database comes back the pool reconnects by itself.
 
+While the backend is open, one writer task per worker (``PostgresDatabase.serve``) takes its
+writes: what is queued when it looks goes to its thread in one hop, on a long-lived connection
+of its own, in one transaction (group commit) that takes the write lock once, each write in a
+savepoint of its own (pipelined where libpq allows: a write's statements and its savepoint go
+out together), none acknowledged before the ``COMMIT``. A reader does the same for the reads,
+one after another on a connection of its own. Other calls (``run``) keep the pool.
+
 Writes are serialised with a transaction-level advisory lock, as SQLite serialises them:
 limits counted in a write hold, and message rows, each appended by one statement that takes
 the lock, commit in the order of their numbers. Signals wake the other instances with
@@ -34,6 +41,7 @@ from psycopg import conninfo
 from psycopg.pq import TransactionStatus
 from psycopg_pool import ConnectionPool, PoolTimeout
 
+from .batches import Batcher, Job
 from .protocol import BackendError
 from .sql import (
     DEFAULT_LEASE,
@@ -199,6 +207,32 @@ def _in_pipeline(conn: psycopg.Connection[Any], fn: Callable[[Connection], T]) -
         raise
 
 
+def _commit_together(
+    conn: psycopg.Connection[Any], batch: list[Job], *, pipelined: bool
+) -> list[outcome.Outcome[Any]]:
+    """``batch``'s calls in one transaction under the write lock, each in a savepoint: the
+    outcome of each once the transaction has committed. A call that raises is rolled back
+    to its savepoint; a lost connection or a failed ``COMMIT`` raises (nothing committed).
+    Pipelined, a call's statements go out together, and psycopg reads their answers at the
+    end of its savepoint's block (a sync), so each call is told of its own errors."""
+    results: list[outcome.Outcome[Any]] = []
+    with contextlib.ExitStack() as stack:
+        pipeline = stack.enter_context(conn.pipeline()) if pipelined else None
+        with conn.transaction():
+            conn.execute(_BEGIN_WRITE[1])
+            for job in batch:
+                try:
+                    with conn.transaction():  # pipelined, its end waits for its answers
+                        value = job.fn(_Statements(conn, pipeline))
+                except FAULTS:
+                    raise
+                except Exception as exc:
+                    results.append(outcome.Error(exc))
+                else:
+                    results.append(outcome.Value(value))
+    return results
+
+
 @final
 class PostgresDatabase:
     """A bounded pool of connections to one PostgreSQL database, used from trio (a
@@ -237,6 +271,13 @@ class PostgresDatabase:
         self._opening = trio.Lock()
         self._opened = False
         self._read = float("-inf")  # when ``_wait`` last read the message rows (monotonic)
+        # The writer and the reader while they run (``serve``); else each call uses the pool.
+        self._writing = Batcher("the postgresql writer", self._writes_in_thread, logger,
+                                self._batched)  # fmt: skip
+        self._reading = Batcher("the postgresql reader", self._reads_in_thread, logger,
+                                self._batched)  # fmt: skip
+        self._writer: psycopg.Connection[Any] | None = None  # the writer's own connection
+        self._reader: psycopg.Connection[Any] | None = None  # the reader's own connection
         #: Counts of this database's work, for benchmarks and tests (None: not counted).
         self.tally: Tally | None = None
 
@@ -263,9 +304,20 @@ class PostgresDatabase:
         await trio.to_thread.run_sync(partial(self.pool.close, timeout=self.timeout))
 
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Nothing runs in the background for the calls: each has a pooled connection."""
-        await trio.lowlevel.checkpoint()
-        task_status.started()
+        """Run this worker's writer and reader until cancelled (see the module docstring).
+        When they stop, what is queued is answered ``StorageUnavailable`` and later calls
+        use the pool again."""
+        try:
+            async with trio.open_nursery() as nursery:
+                await nursery.start(self._writing.serve)
+                await nursery.start(self._reading.serve)
+                task_status.started()
+        finally:
+            # no batch is in a thread now: a batcher waits for its thread before it stops
+            for conn in (self._writer, self._reader):
+                if conn is not None:
+                    conn.close()
+            self._writer = self._reader = None
 
     async def run(self, fn: Callable[[Connection], T]) -> T:
         if self.tally is not None:
@@ -273,12 +325,83 @@ class PostgresDatabase:
         return await self._on_connection(partial(_one_by_one, fn=fn))
 
     async def read(self, fn: Callable[[Connection], T]) -> T:
-        """A read runs as any call does, on a pooled connection of its own."""
+        """``fn``, which only reads: while the reader runs, on its connection in a batch with
+        the other reads queued (one thread hop for all); otherwise as ``run`` runs it."""
+        if self._reading.serving:
+            call = fn if self.tally is None else self.tally.counting(fn)
+            handed = await self._reading.hand(call)
+            if handed is not None:
+                return self._answer(handed)
         return await self.run(fn)
 
     async def update(self, fn: Callable[[Connection], T]) -> T:
-        """One statement that writes, its own transaction: no write lock to wait for."""
+        """One statement that writes: while the writer runs, committed with the writes it
+        has (one transaction for all); otherwise as ``run`` runs it, its own transaction."""
+        if self._writing.serving:
+            call = fn if self.tally is None else self.tally.counting(fn)
+            handed = await self._writing.hand(call)
+            if handed is not None:
+                return self._answer(handed)
         return await self.run(fn)
+
+    def _batched(self) -> None:
+        if self.tally is not None:
+            self.tally.batched()
+
+    def _answer(self, result: outcome.Outcome[T]) -> T:
+        """A call's outcome as its caller sees it: a lost database is ``StorageUnavailable``."""
+        fault = result.error if isinstance(result, outcome.Error) else None
+        if isinstance(fault, FAULTS):
+            self._health.failed(_first_line(fault))
+            raise StorageUnavailable() from None
+        if fault is None:
+            self._health.worked()
+        return result.unwrap()
+
+    def _own(self, conn: psycopg.Connection[Any] | None) -> psycopg.Connection[Any]:
+        """``conn`` if it still works, else a fresh connection in its place (the database
+        restarted, or closed it): a batch never fails only because its connection is old."""
+        if conn is not None:
+            if _usable(conn):
+                return conn
+            conn.close()
+        return psycopg.connect(self.url, **connection_options(self.timeout))
+
+    def _writes_in_thread(self, batch: list[Job]) -> None:
+        """Each write's outcome: all committed together in one transaction that takes the
+        write lock once, or the ones that raised rolled back to their savepoints alone. A
+        failure of the transaction itself (the connection, the lock, the ``COMMIT``) fails
+        them all, and nothing of theirs is written."""
+        try:
+            conn = self._writer = self._own(self._writer)
+            results = _commit_together(conn, batch, pipelined=self._pipelined)
+        except Exception as exc:
+            if self._writer is not None:
+                self._writer.close()  # a fresh connection next time
+                self._writer = None
+            for job in batch:
+                job.result = outcome.Error(exc)
+            return
+        for job, result in zip(batch, results, strict=True):
+            job.result = result
+
+    def _reads_in_thread(self, batch: list[Job]) -> None:
+        """Each read's outcome, one after another on the reader's connection (in
+        autocommit, each its own transaction). A lost connection fails the reads after it."""
+        try:
+            conn = self._reader = self._own(self._reader)
+        except FAULTS as exc:
+            for job in batch:
+                job.result = outcome.Error(exc)
+            return
+        for job in batch:
+            if conn.closed or conn.broken:
+                job.result = outcome.Error(psycopg.OperationalError("the connection was lost"))
+                continue
+            job.result = outcome.capture(job.fn, _Statements(conn))
+        if conn.closed or conn.broken:
+            conn.close()
+            self._reader = None
 
     async def _on_connection(self, use: Callable[[psycopg.Connection[Any]], T]) -> T:
         """``use(connection)`` in a worker thread, on a connection of the pool's."""
@@ -295,6 +418,16 @@ class PostgresDatabase:
         return result.unwrap()
 
     async def write(self, fn: Callable[[Connection], T]) -> T:
+        """``fn`` all or nothing under the write lock: while the writer runs, in its batch
+        (each write in a savepoint of the batch's transaction, acknowledged once that
+        commits); otherwise on a pooled connection, one transaction of its own."""
+        if self._writing.serving:
+            call = fn if self.tally is None else self.tally.counting(fn)
+            if self.tally is not None:
+                self.tally.wrote()
+            handed = await self._writing.hand(call)
+            if handed is not None:
+                return self._answer(handed)
         statements = _in_pipeline if self._pipelined else _one_by_one
         transaction = in_transaction(_BEGIN_WRITE, fn)
         if self.tally is not None:
