@@ -212,24 +212,37 @@ def _commit_together(
 ) -> list[outcome.Outcome[Any]]:
     """``batch``'s calls in one transaction under the write lock, each in a savepoint: the
     outcome of each once the transaction has committed. A call that raises is rolled back
-    to its savepoint; a lost connection or a failed ``COMMIT`` raises (nothing committed).
-    Pipelined, a call's statements go out together, and psycopg reads their answers at the
-    end of its savepoint's block (a sync), so each call is told of its own errors."""
+    to its savepoint; a lost connection, or a ``COMMIT`` that fails, raises (nothing is
+    committed, and the caller closes the connection). Pipelined, a call's statements and
+    its savepoint go out together and are answered in one round trip (a sync) at its end,
+    so each call is told of its own errors; ``BEGIN`` and the lock go with the first."""
     results: list[outcome.Outcome[Any]] = []
     with contextlib.ExitStack() as stack:
         pipeline = stack.enter_context(conn.pipeline()) if pipelined else None
-        with conn.transaction():
-            conn.execute(_BEGIN_WRITE[1])
-            for job in batch:
-                try:
-                    with conn.transaction():  # pipelined, its end waits for its answers
-                        value = job.fn(_Statements(conn, pipeline))
-                except FAULTS:
-                    raise
-                except Exception as exc:
-                    results.append(outcome.Error(exc))
-                else:
-                    results.append(outcome.Value(value))
+        statements = _Statements(conn, pipeline)
+        for statement in _BEGIN_WRITE:
+            conn.execute(statement)
+        for job in batch:
+            conn.execute("SAVEPOINT presa_write")
+            try:
+                value = job.fn(statements)
+                conn.execute("RELEASE presa_write")
+                if pipeline is not None:
+                    pipeline.sync()
+            except FAULTS:
+                raise
+            except Exception as exc:
+                results.append(outcome.Error(exc))
+                if pipeline is not None:
+                    with contextlib.suppress(psycopg.Error):
+                        pipeline.sync()  # what was queued, up to the failure, is answered
+                conn.execute("ROLLBACK TO presa_write")
+                conn.execute("RELEASE presa_write")
+                if pipeline is not None:
+                    pipeline.sync()  # a transaction that cannot go on fails the batch here
+            else:
+                results.append(outcome.Value(value))
+        conn.execute("COMMIT")
     return results
 
 
