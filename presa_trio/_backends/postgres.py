@@ -207,15 +207,73 @@ def _in_pipeline(conn: psycopg.Connection[Any], fn: Callable[[Connection], T]) -
         raise
 
 
+@final
+class _Changed:
+    """What an ``update`` call gives back in a batch: its statement's cursor, whose count
+    of rows changed is read once the batch's answers are in (no round trip of its own)."""
+
+    __slots__ = ("cursor",)
+
+    def __init__(self, cursor: Any) -> None:
+        self.cursor = cursor
+
+    def rows(self) -> int:
+        cursor = self.cursor
+        return int((cursor._cursor if isinstance(cursor, _Pending) else cursor).rowcount)
+
+
 def _commit_together(
     conn: psycopg.Connection[Any], batch: list[Job], *, pipelined: bool
 ) -> list[outcome.Outcome[Any]]:
     """``batch``'s calls in one transaction under the write lock, each in a savepoint: the
-    outcome of each once the transaction has committed. A call that raises is rolled back
-    to its savepoint; a lost connection, or a ``COMMIT`` that fails, raises (nothing is
-    committed, and the caller closes the connection). Pipelined, a call's statements and
-    its savepoint go out together and are answered in one round trip (a sync) at its end,
-    so each call is told of its own errors; ``BEGIN`` and the lock go with the first."""
+    outcome of each once the transaction has committed (a call that raises is rolled back
+    to its savepoint). A lost connection, or a ``COMMIT`` that fails, raises: nothing is
+    committed, and the caller closes the connection.
+
+    Pipelined, the whole batch goes out at once and is answered in one round trip (more
+    only where a call reads a result on its way). A statement that fails aborts what is
+    queued after it, and which call it was is not known until then: the transaction is
+    rolled back and the batch run again, each call answered on its own."""
+    if pipelined:
+        try:
+            return _all_at_once(conn, batch)
+        except FAULTS:
+            raise
+        except psycopg.Error:
+            conn.rollback()  # (a connection that cannot is lost: FAULTS, the batch fails)
+    return _each_answered(conn, batch, pipelined=pipelined)
+
+
+def _all_at_once(conn: psycopg.Connection[Any], batch: list[Job]) -> list[outcome.Outcome[Any]]:
+    """The batch in one pipeline, one sync at its end: raises ``psycopg.Error`` if any
+    statement failed (nothing committed)."""
+    results: list[outcome.Outcome[Any]] = []
+    with conn.pipeline() as pipeline:
+        statements = _Statements(conn, pipeline)
+        for statement in _BEGIN_WRITE:
+            conn.execute(statement)
+        for job in batch:
+            conn.execute("SAVEPOINT presa_write")
+            try:
+                value = job.fn(statements)
+            except psycopg.Error:
+                raise
+            except Exception as exc:
+                results.append(outcome.Error(exc))
+                conn.execute("ROLLBACK TO presa_write")
+            else:
+                results.append(outcome.Value(value))
+            conn.execute("RELEASE presa_write")
+        conn.execute("COMMIT")
+        pipeline.sync()
+    return [_rows_read(result) for result in results]
+
+
+def _each_answered(
+    conn: psycopg.Connection[Any], batch: list[Job], *, pipelined: bool
+) -> list[outcome.Outcome[Any]]:
+    """The batch in one transaction, each call synced at its end (pipelined) or each
+    statement waiting for its answer: a call whose statement fails is told so, alone."""
     results: list[outcome.Outcome[Any]] = []
     with contextlib.ExitStack() as stack:
         pipeline = stack.enter_context(conn.pipeline()) if pipelined else None
@@ -241,9 +299,16 @@ def _commit_together(
                 if pipeline is not None:
                     pipeline.sync()  # a transaction that cannot go on fails the batch here
             else:
-                results.append(outcome.Value(value))
+                results.append(_rows_read(outcome.Value(value)))
         conn.execute("COMMIT")
     return results
+
+
+def _rows_read(result: outcome.Outcome[Any]) -> outcome.Outcome[Any]:
+    """``result``, an ``update``'s cursor replaced by the count of rows it changed."""
+    if isinstance(result, outcome.Value) and isinstance(result.value, _Changed):
+        return outcome.Value(result.value.rows())
+    return result
 
 
 @final
@@ -347,15 +412,20 @@ class PostgresDatabase:
                 return self._answer(handed)
         return await self.run(fn)
 
-    async def update(self, fn: Callable[[Connection], T]) -> T:
-        """One statement that writes: while the writer runs, committed with the writes it
-        has (one transaction for all); otherwise as ``run`` runs it, its own transaction."""
+    async def update(self, fn: Callable[[Connection], Any]) -> int:
+        """``fn``'s one statement that writes, and the count of rows it changed: while the
+        writer runs, committed with the writes it has (one transaction, and one round trip,
+        for all); otherwise as ``run`` runs it, its own transaction."""
+
+        def changed(conn: Connection) -> _Changed:
+            return _Changed(fn(conn))
+
         if self._writing.serving:
-            call = fn if self.tally is None else self.tally.counting(fn)
-            handed = await self._writing.hand(call)
+            call = changed if self.tally is None else self.tally.counting(changed)
+            handed: outcome.Outcome[Any] | None = await self._writing.hand(call)
             if handed is not None:
-                return self._answer(handed)
-        return await self.run(fn)
+                return int(self._answer(handed))  # (the batch read the count of rows)
+        return await self.run(lambda conn: _Changed(fn(conn)).rows())
 
     def _batched(self) -> None:
         if self.tally is not None:

@@ -254,10 +254,11 @@ class SqlDatabase(Protocol):
         """``run(fn)`` for an ``fn`` that only reads: a database may run it with other
         reads (SQLite's reader), never behind a write."""
 
-    async def update(self, fn: Callable[[Connection], T]) -> T:
-        """``run(fn)`` for an ``fn`` of one statement that writes: its own transaction, not
-        serialised with ``write`` where that costs (PostgreSQL's write lock); a database
-        whose writes are serialised anyway commits it with the others (SQLite's writer)."""
+    async def update(self, fn: Callable[[Connection], Any]) -> int:
+        """``fn``'s one statement that writes (``fn`` returns its cursor), its own
+        transaction or committed with the writes queued with it, and the count of rows it
+        changed. Not serialised with ``write`` where that costs nothing (PostgreSQL's
+        writer commits it with the writes it has; SQLite's, with the others)."""
 
     #: One statement that appends a message row (``?`` for origin, target, topic, body and
     #: created_ms) as a transaction of its own, serialised with every write (so rows commit
@@ -447,8 +448,8 @@ class SharedBackend:
     async def _send(self, target: str | None, topic: str, body: Body) -> None:
         text = json.dumps(body, separators=(",", ":"))
 
-        def append(conn: Connection) -> None:
-            conn.execute(self.db.append, (self.worker_id, target, topic, text, now_ms()))
+        def append(conn: Connection) -> Any:
+            return conn.execute(self.db.append, (self.worker_id, target, topic, text, now_ms()))
 
         # one statement that writes: on SQLite committed with the writes queued with it (a
         # task's completion and the notification relayed for it may share one COMMIT)

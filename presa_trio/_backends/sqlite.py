@@ -42,7 +42,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import NoReturn, TypeVar, final
+from typing import Any, NoReturn, TypeVar, final
 from urllib.parse import quote
 
 import outcome
@@ -397,20 +397,21 @@ class SqliteDatabase:
             return self._answer(handed)
         return await self.run(in_transaction(("BEGIN IMMEDIATE",), checked))
 
-    async def update(self, fn: Callable[[Connection], T]) -> T:
-        """One statement that writes, its own transaction: while the writer runs, committed
-        with the others it has (SQLite has one write lock: a write waits for it anyway);
-        otherwise as ``run`` runs it, in autocommit (no ``BEGIN`` and ``COMMIT`` around it)."""
+    async def update(self, fn: Callable[[Connection], Any]) -> int:
+        """``fn``'s one statement that writes, and the count of rows it changed: while the
+        writer runs, committed with the others it has (SQLite has one write lock: a write
+        waits for it anyway); otherwise as ``run`` runs it, in autocommit (no ``BEGIN`` and
+        ``COMMIT`` around it)."""
 
-        def checked(conn: Connection) -> T:
-            result = fn(conn)
+        def checked(conn: Connection) -> int:
+            changed = int(fn(conn).rowcount)
             self._check_file()
-            return result
+            return changed
 
         handed = await self._to_writer(checked)  # (a call, not a write, in the tally)
         if handed is not None:
             return self._answer(handed)
-        return await self.run(fn)
+        return await self.run(lambda conn: int(fn(conn).rowcount))
 
     async def _to_writer(self, fn: Callable[[Connection], T]) -> outcome.Outcome[T] | None:
         """``fn``'s outcome, committed by the writer with the others it has; None when the

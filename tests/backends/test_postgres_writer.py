@@ -155,9 +155,7 @@ async def test_a_one_statement_write_is_committed_by_the_writer(postgres: Cluste
         db = database(backend)
         await make_table(db)
         tally = db.tally = Tally()
-        changed = await db.update(
-            lambda conn: conn.execute("INSERT INTO t (n) VALUES (5)").rowcount
-        )
+        changed = await db.update(lambda conn: conn.execute("INSERT INTO t (n) VALUES (5)"))
         assert changed == 1
         counts = tally.counts()
         assert (counts["calls"], counts["writes"], counts["batches"]) == (1, 0, 1)
@@ -196,3 +194,26 @@ async def test_a_lost_database_fails_the_batch_as_retryable(postgres: Cluster) -
             await db.write(dies)
         await db.write(lambda conn: conn.execute("INSERT INTO t (n) VALUES (4)"))
         assert await rows(db) == [4]
+
+
+async def test_updates_in_one_batch_each_get_their_own_count_of_rows(postgres: Cluster) -> None:
+    """A batch's one-statement writes (compare-and-set) are answered together, at its end:
+    each still gets the rows its own statement changed."""
+    async with open_backend(postgres.new_database()) as backend:
+        db = database(backend)
+        await make_table(db)
+        await db.write(lambda conn: conn.execute(
+            "INSERT INTO t (n) SELECT generate_series(0, ?, 2)", (WRITES,)))  # fmt: skip
+        tally = db.tally = Tally()
+        changed: dict[int, int] = {}
+
+        async def touch(n: int) -> None:
+            changed[n] = await db.update(
+                lambda conn: conn.execute("UPDATE t SET n = n WHERE n = ?", (n,))
+            )
+
+        async with trio.open_nursery() as nursery:
+            for n in range(WRITES):
+                nursery.start_soon(touch, n)
+        assert changed == {n: 1 if n % 2 == 0 else 0 for n in range(WRITES)}
+        assert 0 < tally.counts()["batches"] < WRITES

@@ -204,9 +204,7 @@ async def test_a_one_statement_write_is_committed_by_the_writer(tmp_path: Path) 
         db = database(backend)
         await db.write(lambda conn: conn.execute("CREATE TABLE t (n INTEGER PRIMARY KEY)"))
         tally = db.tally = Tally()
-        changed = await db.update(
-            lambda conn: conn.execute("INSERT INTO t (n) VALUES (5)").rowcount
-        )
+        changed = await db.update(lambda conn: conn.execute("INSERT INTO t (n) VALUES (5)"))
         assert changed == 1
         counts = tally.counts()
         # one call, in one batch of the writer (a write transaction's call is ``write``)

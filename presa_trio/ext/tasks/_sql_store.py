@@ -170,8 +170,8 @@ class SqlTaskStore:
         return None if text is None else decode(text)
 
     async def compare_and_set(self, task: TaskRecord, expected_revision: int) -> bool:
-        def update(conn: Connection) -> bool:
-            changed = conn.execute(
+        def update(conn: Connection) -> Any:
+            return conn.execute(
                 "UPDATE presa_tasks SET revision = ?, terminal = ?, owner = ?, record = ? "
                 "WHERE task_id = ? AND revision = ?",
                 (
@@ -183,10 +183,9 @@ class SqlTaskStore:
                     expected_revision,
                 ),
             )
-            return bool(changed.rowcount == 1)
 
         await self._prepare()
-        return await self.db.update(update)
+        return await self.db.update(update) == 1
 
     async def delete_expired(self, now_ms: int) -> int:
         def delete(conn: Connection) -> int:
