@@ -49,6 +49,7 @@ from .sql import (
     Connection,
     Health,
     Message,
+    Select,
     SharedBackend,
     StorageUnavailable,
     in_transaction,
@@ -304,6 +305,25 @@ def _each_answered(
     return results
 
 
+def _select_together(conn: psycopg.Connection[Any], selects: list[Job]) -> None:
+    """The rows of each ``Select`` in ``selects``, sent in one pipeline and answered in one
+    round trip (one implicit transaction: one snapshot for all). If one fails, none is
+    answered here: each is then read alone, as any read (a read may run again)."""
+    try:
+        with conn.pipeline() as pipeline:
+            cursors = []
+            for job in selects:
+                query = job.fn
+                assert isinstance(query, Select)
+                cursors.append(conn.execute(query.sql.replace("?", "%s"), query.parameters))
+            pipeline.sync()
+            rows = [cursor.fetchall() for cursor in cursors]
+    except psycopg.Error:
+        return
+    for job, found in zip(selects, rows, strict=True):
+        job.result = outcome.Value(found)
+
+
 def _rows_read(result: outcome.Outcome[Any]) -> outcome.Outcome[Any]:
     """``result``, an ``update``'s cursor replaced by the count of rows it changed."""
     if isinstance(result, outcome.Value) and isinstance(result.value, _Changed):
@@ -412,6 +432,18 @@ class PostgresDatabase:
                 return self._answer(handed)
         return await self.run(fn)
 
+    async def select(self, sql: str, parameters: Sequence[Any] = ()) -> list[Any]:
+        """The rows of one ``SELECT``: while the reader runs, sent with the other reads
+        queued, all answered in one round trip; otherwise as ``run`` runs it."""
+        query = Select(sql, parameters)
+        if self._reading.serving:
+            if self.tally is not None:
+                self.tally.selected()
+            handed: outcome.Outcome[list[Any]] | None = await self._reading.hand(query)
+            if handed is not None:
+                return self._answer(handed)
+        return await self.run(query)
+
     async def update(self, fn: Callable[[Connection], Any]) -> int:
         """``fn``'s one statement that writes, and the count of rows it changed: while the
         writer runs, committed with the writes it has (one transaction, and one round trip,
@@ -469,15 +501,21 @@ class PostgresDatabase:
             job.result = result
 
     def _reads_in_thread(self, batch: list[Job]) -> None:
-        """Each read's outcome, one after another on the reader's connection (in
-        autocommit, each its own transaction). A lost connection fails the reads after it."""
+        """Each read's outcome on the reader's connection (in autocommit): the ``SELECT``s
+        all sent at once and answered in one round trip, the other reads one after
+        another. A lost connection fails the reads after it."""
         try:
             conn = self._reader = self._own(self._reader)
         except FAULTS as exc:
             for job in batch:
                 job.result = outcome.Error(exc)
             return
+        selects = [job for job in batch if isinstance(job.fn, Select)]
+        if self._pipelined and len(selects) > 1:
+            _select_together(conn, selects)
         for job in batch:
+            if job.result is not None:
+                continue
             if conn.closed or conn.broken:
                 job.result = outcome.Error(psycopg.OperationalError("the connection was lost"))
                 continue

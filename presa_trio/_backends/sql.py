@@ -228,6 +228,21 @@ class Connection(Protocol):
     def execute(self, sql: str, parameters: Sequence[Any] = ..., /) -> Any: ...
 
 
+@final
+class Select:
+    """One ``SELECT`` and its parameters, called on a connection for its rows: a read that a
+    database may send together with others (``SqlDatabase.select``)."""
+
+    __slots__ = ("parameters", "sql")
+
+    def __init__(self, sql: str, parameters: Sequence[Any] = ()) -> None:
+        self.sql = sql
+        self.parameters = parameters
+
+    def __call__(self, conn: Connection) -> list[Any]:
+        return list(conn.execute(self.sql, self.parameters).fetchall())
+
+
 class SqlDatabase(Protocol):
     """A database the shared backend and the stores built on it run their statements on.
 
@@ -253,6 +268,10 @@ class SqlDatabase(Protocol):
     async def read(self, fn: Callable[[Connection], T]) -> T:
         """``run(fn)`` for an ``fn`` that only reads: a database may run it with other
         reads (SQLite's reader), never behind a write."""
+
+    async def select(self, sql: str, parameters: Sequence[Any] = ()) -> list[Any]:
+        """The rows of one ``SELECT``: ``read`` of it, which a database may send together
+        with the other reads queued (PostgreSQL's reader: one round trip for all)."""
 
     async def update(self, fn: Callable[[Connection], Any]) -> int:
         """``fn``'s one statement that writes (``fn`` returns its cursor), its own
@@ -331,10 +350,7 @@ class SharedBackend:
         query = f"SELECT worker_id FROM presa_workers WHERE heartbeat_ms >= {self.db.clock} - ?"
         lease_ms = int(self.lease * 1000)
 
-        def select(conn: Connection) -> frozenset[str]:
-            return frozenset(str(row[0]) for row in conn.execute(query, (lease_ms,)).fetchall())
-
-        return await self.db.read(select)
+        return frozenset(str(row[0]) for row in await self.db.select(query, (lease_ms,)))
 
     def health(self) -> BackendHealth:
         """Unhealthy while the heartbeat or the signal loop fails (the reason names which,

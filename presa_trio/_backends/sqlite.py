@@ -40,7 +40,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, NoReturn, TypeVar, final
 from urllib.parse import quote
@@ -57,6 +57,7 @@ from .sql import (
     Connection,
     Health,
     Message,
+    Select,
     SharedBackend,
     StorageUnavailable,
     in_transaction,
@@ -421,6 +422,10 @@ class SqliteDatabase:
             return None
         call = fn if self.tally is None else self.tally.counting(fn)
         return await self._writing.hand(call)
+
+    async def select(self, sql: str, parameters: Sequence[Any] = ()) -> list[Any]:
+        """The rows of one ``SELECT``, read as ``read`` reads."""
+        return await self.read(Select(sql, parameters))
 
     async def read(self, fn: Callable[[Connection], T]) -> T:
         """``fn``, which only reads, as ``run`` runs it; while the reader runs (``serve``),

@@ -51,6 +51,12 @@ class Tally:
 
         return counted
 
+    def selected(self) -> None:
+        """One call of one statement (a ``Select`` sent with others), counted."""
+        with self._lock:
+            self.calls += 1
+            self.statements += 1
+
     def wrote(self) -> None:
         """One of the calls is a write transaction."""
         with self._lock:

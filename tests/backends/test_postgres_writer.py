@@ -113,6 +113,8 @@ async def test_a_write_withdrawn_while_queued_never_runs(postgres: Cluster) -> N
 
 
 async def test_reads_go_together_and_one_that_fails_fails_alone(postgres: Cluster) -> None:
+    """``SELECT``s queued together are sent at once; when one fails, the others are read
+    again alone and answered, and only it fails."""
     async with open_backend(fresh_url(postgres)) as backend:
         db = database(backend)
         await make_table(db)
@@ -124,9 +126,7 @@ async def test_reads_go_together_and_one_that_fails_fails_alone(postgres: Cluste
         async def reader(n: int) -> None:
             table = "missing" if n == 3 else "t"
             try:
-                read.append(
-                    await db.read(lambda conn: [r[0] for r in conn.execute(f"SELECT n FROM {table}")])
-                )
+                read.append([row[0] for row in await db.select(f"SELECT n FROM {table}")])
             except Exception as exc:
                 read.append(type(exc).__name__)
 
@@ -217,3 +217,31 @@ async def test_updates_in_one_batch_each_get_their_own_count_of_rows(postgres: C
                 nursery.start_soon(touch, n)
         assert changed == {n: 1 if n % 2 == 0 else 0 for n in range(WRITES)}
         assert 0 < tally.counts()["batches"] < WRITES
+
+
+async def test_selects_queued_together_are_answered_together_each_with_its_rows(
+    postgres: Cluster,
+) -> None:
+    async with open_backend(postgres.new_database()) as backend:
+        db = database(backend)
+        await make_table(db)
+        await db.write(lambda conn: conn.execute(
+            "INSERT INTO t (n) SELECT generate_series(0, ?)", (WRITES,)))  # fmt: skip
+        tally = db.tally = Tally()
+        release = threading.Event()
+        found: dict[int, list[Any]] = {}
+
+        async def select(n: int) -> None:
+            query = "SELECT n, n * 2 FROM t WHERE n >= ? ORDER BY n LIMIT 2"
+            found[n] = await db.select(query, (n,))
+
+        async with trio.open_nursery() as nursery:
+            # the reader's thread is busy until released: the selects queue behind it
+            nursery.start_soon(db.read, lambda conn: release.wait(10))
+            await trio.testing.wait_all_tasks_blocked()
+            for n in range(WRITES):
+                nursery.start_soon(select, n)
+            await trio.testing.wait_all_tasks_blocked()
+            release.set()
+        assert found == {n: [(n, 2 * n), (n + 1, 2 * n + 2)] for n in range(WRITES)}
+        assert tally.counts()["batches"] == 2  # the busy read, then every select at once

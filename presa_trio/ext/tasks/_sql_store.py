@@ -17,7 +17,7 @@ and which tasks lost workers leave. Which workers are lost is the backend's to s
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar, final
 
 import trio
@@ -125,6 +125,11 @@ class SqlTaskStore:
         await self._prepare()
         return await self.db.write(fn)
 
+    async def _select(self, sql: str, parameters: Sequence[Any] = ()) -> list[Any]:
+        """The rows of one ``SELECT`` (sent with other requests' reads where it can be)."""
+        await self._prepare()
+        return await self.db.select(sql, parameters)
+
     async def _read(self, fn: Callable[[Connection], T]) -> T:
         """``fn``'s reads (on SQLite with other requests' reads, never behind a write)."""
         await self._prepare()
@@ -160,14 +165,8 @@ class SqlTaskStore:
         await self._write(insert)
 
     async def get(self, task_id: str) -> TaskRecord | None:
-        def select(conn: Connection) -> str | None:
-            row = conn.execute(
-                "SELECT record FROM presa_tasks WHERE task_id = ?", (task_id,)
-            ).fetchone()
-            return None if row is None else str(row[0])
-
-        text = await self._read(select)
-        return None if text is None else decode(text)
+        rows = await self._select("SELECT record FROM presa_tasks WHERE task_id = ?", (task_id,))
+        return decode(str(rows[0][0])) if rows else None
 
     async def compare_and_set(self, task: TaskRecord, expected_revision: int) -> bool:
         def update(conn: Connection) -> Any:
@@ -202,29 +201,20 @@ class SqlTaskStore:
         return await self._write(delete)
 
     async def count(self) -> int:
-        def count(conn: Connection) -> int:
-            return int(conn.execute("SELECT COUNT(*) FROM presa_tasks").fetchone()[0])
-
-        return await self._read(count)
+        return int((await self._select("SELECT COUNT(*) FROM presa_tasks"))[0][0])
 
     async def list_tasks(
         self, principal: str, after: str | None, limit: int, now_ms: int
     ) -> list[TaskRecord]:
-        def select(conn: Connection) -> list[str]:
-            rows = conn.execute(
-                "SELECT record FROM presa_tasks WHERE principal = ? AND task_id > ? "
-                "AND (expires_ms IS NULL OR expires_ms > ?) ORDER BY task_id LIMIT ?",
-                (principal, after if after is not None else "", now_ms, limit),
-            ).fetchall()
-            return [str(row[0]) for row in rows]
-
-        return [decode(text) for text in await self._read(select)]
+        rows = await self._select(
+            "SELECT record FROM presa_tasks WHERE principal = ? AND task_id > ? "
+            "AND (expires_ms IS NULL OR expires_ms > ?) ORDER BY task_id LIMIT ?",
+            (principal, after if after is not None else "", now_ms, limit),
+        )
+        return [decode(str(row[0])) for row in rows]
 
     async def owners(self) -> frozenset[str]:
-        def select(conn: Connection) -> frozenset[str]:
-            return frozenset(str(row[0]) for row in conn.execute(_OWNERS).fetchall())
-
-        return await self._read(select)
+        return frozenset(str(row[0]) for row in await self._select(_OWNERS))
 
     async def orphans(self, lost: frozenset[str]) -> list[str]:
         if not lost:
