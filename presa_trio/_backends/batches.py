@@ -1,5 +1,7 @@
-"""A queue of database calls that one task hands to its thread in batches (SQLite's writer
-and reader): one thread hop for all that is queued when it looks.
+"""A queue of database calls that one task hands to threads in batches (the writer and the
+reader of SQLite and PostgreSQL): one thread hop for all that is queued when it looks, and
+at most ``lanes`` batches in flight at once, each in a lane (a thread, and a connection of
+its own where the database keeps one a lane).
 
 The trio side only: what a batch does with its calls (one transaction, or one read after
 another) is the ``run`` given, called in a worker thread. It knows nothing of SQL.
@@ -41,26 +43,30 @@ class Job:
 
 @final
 class Batcher:
-    """Calls queued by many tasks, run by one (``serve``) in batches in a worker thread.
+    """Calls queued by many tasks, run by one (``serve``) in batches in worker threads.
 
-    ``run(jobs)`` runs in that thread and sets each job's ``result``; ``before`` (on the
-    event loop, optional) is told of each batch, for counting. While ``serve`` does not run,
-    ``hand`` returns None and the caller runs its call itself.
+    ``run(jobs, lane)`` runs in a thread and sets each job's ``result``; two batches never
+    run in the same lane (0 to ``lanes`` - 1) at once. ``before`` (on the event loop,
+    optional) is told of each batch, for counting. While ``serve`` does not run, ``hand``
+    returns None and the caller runs its call itself.
     """
 
-    __slots__ = ("_before", "_log", "_name", "_run", "_send")
+    __slots__ = ("_before", "_lanes", "_log", "_name", "_run", "_send")
 
     def __init__(
         self,
         name: str,
-        run: Callable[[list[Job]], None],
+        run: Callable[[list[Job], int], None],
         log: logging.Logger,
         before: Callable[[], None] | None = None,
+        *,
+        lanes: int = 1,
     ) -> None:
         self._name = name
         self._run = run
         self._log = log
         self._before = before
+        self._lanes = lanes
         self._send: trio.MemorySendChannel[Job] | None = None
 
     @property
@@ -94,26 +100,33 @@ class Batcher:
         return job.result
 
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Run the queued calls until cancelled: whatever is queued when it looks (at most
-        ``BATCH_MAX``) goes to the thread in one hop. When it stops, what is still queued
-        is answered ``StorageUnavailable``, and later calls run on their own again."""
+        """Run the queued calls until cancelled: once a lane is free, whatever is queued
+        (at most ``BATCH_MAX``) goes to a thread in one hop. When it stops, the batches in
+        flight end first, what is still queued is answered ``StorageUnavailable``, and
+        later calls run on their own again."""
         send, receive = trio.open_memory_channel[Job](QUEUE_SIZE)
+        give_back, free = trio.open_memory_channel[int](self._lanes)
+        for lane in range(self._lanes):
+            give_back.send_nowait(lane)
         self._send = send
         try:
-            task_status.started()
-            while True:
-                batch = [await receive.receive()]
-                while len(batch) < BATCH_MAX:
-                    try:
-                        batch.append(receive.receive_nowait())
-                    except trio.WouldBlock:
-                        break
-                taken = [job for job in batch if not job.withdrawn]
-                if taken:
-                    # every job is answered whatever happens; a bug in a batch is logged,
-                    # and the next batch runs
-                    with error_boundary(self._name, self._log):
-                        await self._run_batch(taken)
+            async with trio.open_nursery() as flying:
+                task_status.started()
+                while True:
+                    lane = await free.receive()
+                    batch = [await receive.receive()]
+                    while len(batch) < BATCH_MAX:
+                        try:
+                            batch.append(receive.receive_nowait())
+                        except trio.WouldBlock:
+                            break
+                    taken = [job for job in batch if not job.withdrawn]
+                    for job in taken:
+                        job.taken = True
+                    if taken:
+                        flying.start_soon(self._in_lane, taken, lane, give_back)
+                    else:
+                        give_back.send_nowait(lane)
         finally:
             self._send = None
             send.close()
@@ -122,18 +135,22 @@ class Batcher:
                 job.done.set()
             receive.close()
 
-    async def _run_batch(self, batch: list[Job]) -> None:
-        for job in batch:
-            job.taken = True
+    async def _in_lane(
+        self, batch: list[Job], lane: int, give_back: trio.MemorySendChannel[int]
+    ) -> None:
+        """``batch`` in a thread, in ``lane``, which is free again once it is done. Every
+        job is answered whatever happens; a bug in a batch is logged, and the others run."""
         try:
-            if self._before is not None:
-                self._before()
-            await trio.to_thread.run_sync(self._run, batch)
+            with error_boundary(self._name, self._log):
+                if self._before is not None:
+                    self._before()
+                await trio.to_thread.run_sync(self._run, batch, lane)
         finally:
             for job in batch:
                 if job.result is None:  # the thread itself failed (a bug: logged above)
                     job.result = outcome.Error(StorageUnavailable())
                 job.done.set()
+            give_back.send_nowait(lane)
 
 
 def _drained(receive: trio.MemoryReceiveChannel[Job]) -> list[Job]:

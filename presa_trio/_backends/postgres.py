@@ -7,11 +7,13 @@ event loop never waits on the network. Every connection carries ``statement_time
 is never lent (``_lend``), so after the database comes back the pool reconnects by itself.
 
 While the backend is open, one writer task per worker (``PostgresDatabase.serve``) takes its
-writes: what is queued when it looks goes to its thread in one hop, on a long-lived connection
-of its own, in one transaction (group commit) that takes the write lock once, each write in a
-savepoint of its own (pipelined where libpq allows: a write's statements and its savepoint go
-out together), none acknowledged before the ``COMMIT``. A reader does the same for the reads,
-one after another on a connection of its own. Other calls (``run``) keep the pool.
+writes: what is queued when a lane is free goes to a thread in one hop, on that lane's
+long-lived connection, in one transaction (group commit) that takes the write lock once, each
+write in a savepoint of its own, none acknowledged before the ``COMMIT``. Where libpq allows,
+the batch is pipelined: it all goes out at once and is answered in one round trip. A reader
+does the same for the reads (the ``SELECT``s of a batch answered in one round trip). Each has
+``LANES`` lanes: while one batch waits on the database, the next is on its way. Other calls
+(``run``) keep the pool.
 
 Writes are serialised with a transaction-level advisory lock, as SQLite serialises them:
 limits counted in a write hold, and message rows, each appended by one statement that takes
@@ -64,6 +66,7 @@ T = TypeVar("T")
 
 SCHEMA_VERSION = 1
 POOL_SIZE = 4
+LANES = 2  # batches of writes, and of reads, in flight at once (each lane a connection)
 CHANNEL = "presa_signals"
 WRITE_LOCK = 0x70726573_61000001  # advisory lock keys: every write, and the migration
 MIGRATION_LOCK = 0x70726573_61000002
@@ -223,28 +226,6 @@ class _Changed:
         return int((cursor._cursor if isinstance(cursor, _Pending) else cursor).rowcount)
 
 
-def _commit_together(
-    conn: psycopg.Connection[Any], batch: list[Job], *, pipelined: bool
-) -> list[outcome.Outcome[Any]]:
-    """``batch``'s calls in one transaction under the write lock, each in a savepoint: the
-    outcome of each once the transaction has committed (a call that raises is rolled back
-    to its savepoint). A lost connection, or a ``COMMIT`` that fails, raises: nothing is
-    committed, and the caller closes the connection.
-
-    Pipelined, the whole batch goes out at once and is answered in one round trip (more
-    only where a call reads a result on its way). A statement that fails aborts what is
-    queued after it, and which call it was is not known until then: the transaction is
-    rolled back and the batch run again, each call answered on its own."""
-    if pipelined:
-        try:
-            return _all_at_once(conn, batch)
-        except FAULTS:
-            raise
-        except psycopg.Error:
-            conn.rollback()  # (a connection that cannot is lost: FAULTS, the batch fails)
-    return _each_answered(conn, batch, pipelined=pipelined)
-
-
 def _all_at_once(conn: psycopg.Connection[Any], batch: list[Job]) -> list[outcome.Outcome[Any]]:
     """The batch in one pipeline, one sync at its end: raises ``psycopg.Error`` if any
     statement failed (nothing committed)."""
@@ -305,10 +286,10 @@ def _each_answered(
     return results
 
 
-def _select_together(conn: psycopg.Connection[Any], selects: list[Job]) -> None:
+def _select_together(conn: psycopg.Connection[Any], selects: list[Job]) -> bool:
     """The rows of each ``Select`` in ``selects``, sent in one pipeline and answered in one
-    round trip (one implicit transaction: one snapshot for all). If one fails, none is
-    answered here: each is then read alone, as any read (a read may run again)."""
+    round trip (one implicit transaction: one snapshot for all). False if one failed:
+    then none is answered here (a read may run again)."""
     try:
         with conn.pipeline() as pipeline:
             cursors = []
@@ -319,9 +300,10 @@ def _select_together(conn: psycopg.Connection[Any], selects: list[Job]) -> None:
             pipeline.sync()
             rows = [cursor.fetchall() for cursor in cursors]
     except psycopg.Error:
-        return
+        return False
     for job, found in zip(selects, rows, strict=True):
         job.result = outcome.Value(found)
+    return True
 
 
 def _rows_read(result: outcome.Outcome[Any]) -> outcome.Outcome[Any]:
@@ -371,11 +353,12 @@ class PostgresDatabase:
         self._read = float("-inf")  # when ``_wait`` last read the message rows (monotonic)
         # The writer and the reader while they run (``serve``); else each call uses the pool.
         self._writing = Batcher("the postgresql writer", self._writes_in_thread, logger,
-                                self._batched)  # fmt: skip
+                                self._batched, lanes=LANES)  # fmt: skip
         self._reading = Batcher("the postgresql reader", self._reads_in_thread, logger,
-                                self._batched)  # fmt: skip
-        self._writer: psycopg.Connection[Any] | None = None  # the writer's own connection
-        self._reader: psycopg.Connection[Any] | None = None  # the reader's own connection
+                                self._batched, lanes=LANES)  # fmt: skip
+        # each lane's own connection (None until its first batch, or after it was lost)
+        self._writers: list[psycopg.Connection[Any] | None] = [None] * LANES
+        self._readers: list[psycopg.Connection[Any] | None] = [None] * LANES
         #: Counts of this database's work, for benchmarks and tests (None: not counted).
         self.tally: Tally | None = None
 
@@ -412,10 +395,11 @@ class PostgresDatabase:
                 task_status.started()
         finally:
             # no batch is in a thread now: a batcher waits for its thread before it stops
-            for conn in (self._writer, self._reader):
-                if conn is not None:
-                    conn.close()
-            self._writer = self._reader = None
+            for conns in (self._writers, self._readers):
+                for lane, conn in enumerate(conns):
+                    if conn is not None:
+                        conn.close()
+                    conns[lane] = None
 
     async def run(self, fn: Callable[[Connection], T]) -> T:
         if self.tally is not None:
@@ -482,37 +466,73 @@ class PostgresDatabase:
             conn.close()
         return psycopg.connect(self.url, **connection_options(self.timeout))
 
-    def _writes_in_thread(self, batch: list[Job]) -> None:
+    def _writes_in_thread(self, batch: list[Job], lane: int) -> None:
         """Each write's outcome: all committed together in one transaction that takes the
         write lock once, or the ones that raised rolled back to their savepoints alone. A
         failure of the transaction itself (the connection, the lock, the ``COMMIT``) fails
         them all, and nothing of theirs is written."""
         try:
-            conn = self._writer = self._own(self._writer)
-            results = _commit_together(conn, batch, pipelined=self._pipelined)
+            conn = self._writers[lane] = self._own(self._writers[lane])
+            if self._pipelined:
+                results = self._pipelined_writes(conn, batch, lane)
+            else:
+                results = _each_answered(conn, batch, pipelined=False)
         except Exception as exc:
-            if self._writer is not None:
-                self._writer.close()  # a fresh connection next time
-                self._writer = None
+            lost = self._writers[lane]
+            if lost is not None:
+                lost.close()  # a fresh connection next time
+                self._writers[lane] = None
             for job in batch:
                 job.result = outcome.Error(exc)
             return
         for job, result in zip(batch, results, strict=True):
             job.result = result
 
-    def _reads_in_thread(self, batch: list[Job]) -> None:
+    def _pipelined_writes(
+        self, conn: psycopg.Connection[Any], batch: list[Job], lane: int
+    ) -> list[outcome.Outcome[Any]]:
+        """``batch`` in one pipeline, answered in one round trip (more only where a call
+        reads a result on its way). A statement that fails aborts what is queued after it,
+        and which call it was is not known then; nor are psycopg's prepared statements
+        sure to exist on the server any more. So the lane's connection is dropped, and the
+        batch runs again on a fresh connection that prepares nothing, each call answered
+        alone (that connection is closed after)."""
+        try:
+            return _all_at_once(conn, batch)
+        except FAULTS:
+            raise
+        except psycopg.Error:
+            conn.close()
+            self._writers[lane] = None
+        options = connection_options(self.timeout)
+        again = psycopg.connect(self.url, prepare_threshold=None, **options)
+        try:
+            return _each_answered(again, batch, pipelined=True)
+        finally:
+            again.close()
+
+    def _reads_in_thread(self, batch: list[Job], lane: int) -> None:
         """Each read's outcome on the reader's connection (in autocommit): the ``SELECT``s
         all sent at once and answered in one round trip, the other reads one after
         another. A lost connection fails the reads after it."""
         try:
-            conn = self._reader = self._own(self._reader)
+            conn = self._readers[lane] = self._own(self._readers[lane])
         except FAULTS as exc:
             for job in batch:
                 job.result = outcome.Error(exc)
             return
         selects = [job for job in batch if isinstance(job.fn, Select)]
-        if self._pipelined and len(selects) > 1:
-            _select_together(conn, selects)
+        if self._pipelined and len(selects) > 1 and not _select_together(conn, selects):
+            # one failed: each is read again alone, on a fresh connection (psycopg's
+            # prepared statements may not exist on the server after a failed pipeline)
+            conn.close()
+            try:
+                conn = self._readers[lane] = self._own(None)
+            except FAULTS as exc:
+                self._readers[lane] = None
+                for job in batch:
+                    job.result = outcome.Error(exc)
+                return
         for job in batch:
             if job.result is not None:
                 continue
@@ -522,7 +542,7 @@ class PostgresDatabase:
             job.result = outcome.capture(job.fn, _Statements(conn))
         if conn.closed or conn.broken:
             conn.close()
-            self._reader = None
+            self._readers[lane] = None
 
     async def _on_connection(self, use: Callable[[psycopg.Connection[Any]], T]) -> T:
         """``use(connection)`` in a worker thread, on a connection of the pool's."""

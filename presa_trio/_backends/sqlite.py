@@ -294,9 +294,10 @@ class SqliteDatabase:
         if self.tally is not None:
             self.tally.batched()
 
-    def _writes_in_thread(self, batch: list[Job]) -> None:
+    def _writes_in_thread(self, batch: list[Job], lane: int) -> None:
         """Each write's outcome: all committed together, or the ones that raised undone
-        alone. Then the path must still name the file, or none is acknowledged."""
+        alone. Then the path must still name the file, or none is acknowledged. (One lane:
+        SQLite has one write lock.)"""
         conn = self._writer
         if conn is None:
             try:
@@ -310,10 +311,10 @@ class SqliteDatabase:
             conn.close()  # a fresh connection next time: the file may have come back
             self._writer = None
 
-    def _reads_in_thread(self, batch: list[Job]) -> None:
+    def _reads_in_thread(self, batch: list[Job], lane: int) -> None:
         """Each read's outcome, one after another on the reader's connection (each its own
         transaction: in WAL, none waits for a writer). Then the path must still name the
-        file, or none is answered."""
+        file, or none is answered. (One lane: a read on the file is quick.)"""
         conn = self._reader
         if conn is None:
             try:

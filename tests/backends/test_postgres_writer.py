@@ -13,7 +13,7 @@ import pytest
 import trio
 import trio.testing
 
-from presa_trio._backends.postgres import PostgresDatabase
+from presa_trio._backends.postgres import LANES, PostgresDatabase
 from presa_trio._backends.sql import StorageUnavailable
 from presa_trio._backends.tally import Tally
 from presa_trio.backends import SharedBackend, open_backend
@@ -99,9 +99,11 @@ async def test_a_write_withdrawn_while_queued_never_runs(postgres: Cluster) -> N
                 await db.write(lambda conn: conn.execute("INSERT INTO t (n) VALUES (2)"))
 
         async with trio.open_nursery() as nursery:
-            # the writer's thread is busy with the first write until it is released
-            nursery.start_soon(db.write, lambda conn: release.wait(10))
-            await trio.testing.wait_all_tasks_blocked()
+            # every lane of the writer is busy until released (the first write holds the
+            # write lock, the others wait for it)
+            for _ in range(LANES):
+                nursery.start_soon(db.write, lambda conn: release.wait(10))
+                await trio.testing.wait_all_tasks_blocked()  # a batch of its own
             nursery.start_soon(queued)
             await trio.testing.wait_all_tasks_blocked()
             withdrawn.cancel()
@@ -236,12 +238,14 @@ async def test_selects_queued_together_are_answered_together_each_with_its_rows(
             found[n] = await db.select(query, (n,))
 
         async with trio.open_nursery() as nursery:
-            # the reader's thread is busy until released: the selects queue behind it
-            nursery.start_soon(db.read, lambda conn: release.wait(10))
-            await trio.testing.wait_all_tasks_blocked()
+            # every lane of the reader is busy until released: the selects queue behind
+            for _ in range(LANES):
+                nursery.start_soon(db.read, lambda conn: release.wait(10))
+                await trio.testing.wait_all_tasks_blocked()  # a batch of its own
             for n in range(WRITES):
                 nursery.start_soon(select, n)
             await trio.testing.wait_all_tasks_blocked()
             release.set()
         assert found == {n: [(n, 2 * n), (n + 1, 2 * n + 2)] for n in range(WRITES)}
-        assert tally.counts()["batches"] == 2  # the busy read, then every select at once
+        # the busy reads, then every select at once
+        assert tally.counts()["batches"] == LANES + 1
