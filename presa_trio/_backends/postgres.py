@@ -10,10 +10,12 @@ While the backend is open, one writer task per worker (``PostgresDatabase.serve`
 writes: what is queued when a lane is free goes to a thread in one hop, on that lane's
 long-lived connection, in one transaction (group commit) that takes the write lock once, each
 write in a savepoint of its own, none acknowledged before the ``COMMIT``. Where libpq allows,
-the batch is pipelined: it all goes out at once and is answered in one round trip. A reader
-does the same for the reads (the ``SELECT``s of a batch answered in one round trip). Each has
-``LANES`` lanes: while one batch waits on the database, the next is on its way. Other calls
-(``run``) keep the pool.
+the batch is pipelined: it all goes out at once and is answered in one round trip. An updater
+does the same for the one-statement writes (a task's change, its completion, a message row),
+without the write lock, so they never wait for creations; a reader for the reads (the
+``SELECT``s of a batch answered in one round trip). The writer and the reader have ``LANES``
+lanes: while one batch waits on the database, the next is on its way. Other calls (``run``)
+keep the pool.
 
 Writes are serialised with a transaction-level advisory lock, as SQLite serialises them:
 limits counted in a write hold, and message rows, each appended by one statement that takes
@@ -226,13 +228,15 @@ class _Changed:
         return int((cursor._cursor if isinstance(cursor, _Pending) else cursor).rowcount)
 
 
-def _all_at_once(conn: psycopg.Connection[Any], batch: list[Job]) -> list[outcome.Outcome[Any]]:
+def _all_at_once(
+    conn: psycopg.Connection[Any], batch: list[Job], begin: Sequence[str]
+) -> list[outcome.Outcome[Any]]:
     """The batch in one pipeline, one sync at its end: raises ``psycopg.Error`` if any
     statement failed (nothing committed)."""
     results: list[outcome.Outcome[Any]] = []
     with conn.pipeline() as pipeline:
         statements = _Statements(conn, pipeline)
-        for statement in _BEGIN_WRITE:
+        for statement in begin:
             conn.execute(statement)
         for job in batch:
             conn.execute("SAVEPOINT presa_write")
@@ -252,7 +256,7 @@ def _all_at_once(conn: psycopg.Connection[Any], batch: list[Job]) -> list[outcom
 
 
 def _each_answered(
-    conn: psycopg.Connection[Any], batch: list[Job], *, pipelined: bool
+    conn: psycopg.Connection[Any], batch: list[Job], begin: Sequence[str], *, pipelined: bool
 ) -> list[outcome.Outcome[Any]]:
     """The batch in one transaction, each call synced at its end (pipelined) or each
     statement waiting for its answer: a call whose statement fails is told so, alone."""
@@ -260,7 +264,7 @@ def _each_answered(
     with contextlib.ExitStack() as stack:
         pipeline = stack.enter_context(conn.pipeline()) if pipelined else None
         statements = _Statements(conn, pipeline)
-        for statement in _BEGIN_WRITE:
+        for statement in begin:
             conn.execute(statement)
         for job in batch:
             conn.execute("SAVEPOINT presa_write")
@@ -354,10 +358,13 @@ class PostgresDatabase:
         # The writer and the reader while they run (``serve``); else each call uses the pool.
         self._writing = Batcher("the postgresql writer", self._writes_in_thread, logger,
                                 self._batched, lanes=LANES)  # fmt: skip
+        self._updating = Batcher("the postgresql updater", self._updates_in_thread, logger,
+                                 self._batched, lanes=1)  # fmt: skip
         self._reading = Batcher("the postgresql reader", self._reads_in_thread, logger,
                                 self._batched, lanes=LANES)  # fmt: skip
         # each lane's own connection (None until its first batch, or after it was lost)
         self._writers: list[psycopg.Connection[Any] | None] = [None] * LANES
+        self._updaters: list[psycopg.Connection[Any] | None] = [None]
         self._readers: list[psycopg.Connection[Any] | None] = [None] * LANES
         #: Counts of this database's work, for benchmarks and tests (None: not counted).
         self.tally: Tally | None = None
@@ -391,11 +398,12 @@ class PostgresDatabase:
         try:
             async with trio.open_nursery() as nursery:
                 await nursery.start(self._writing.serve)
+                await nursery.start(self._updating.serve)
                 await nursery.start(self._reading.serve)
                 task_status.started()
         finally:
             # no batch is in a thread now: a batcher waits for its thread before it stops
-            for conns in (self._writers, self._readers):
+            for conns in (self._writers, self._updaters, self._readers):
                 for lane, conn in enumerate(conns):
                     if conn is not None:
                         conn.close()
@@ -430,15 +438,16 @@ class PostgresDatabase:
 
     async def update(self, fn: Callable[[Connection], Any]) -> int:
         """``fn``'s one statement that writes, and the count of rows it changed: while the
-        writer runs, committed with the writes it has (one transaction, and one round trip,
-        for all); otherwise as ``run`` runs it, its own transaction."""
+        updater runs, committed with the other updates it has (one transaction, and one
+        round trip, for all; not behind the write lock); otherwise as ``run`` runs it, its
+        own transaction."""
 
         def changed(conn: Connection) -> _Changed:
             return _Changed(fn(conn))
 
-        if self._writing.serving:
+        if self._updating.serving:
             call = changed if self.tally is None else self.tally.counting(changed)
-            handed: outcome.Outcome[Any] | None = await self._writing.hand(call)
+            handed: outcome.Outcome[Any] | None = await self._updating.hand(call)
             if handed is not None:
                 return int(self._answer(handed))  # (the batch read the count of rows)
         return await self.run(lambda conn: _Changed(fn(conn)).rows())
@@ -471,25 +480,45 @@ class PostgresDatabase:
         write lock once, or the ones that raised rolled back to their savepoints alone. A
         failure of the transaction itself (the connection, the lock, the ``COMMIT``) fails
         them all, and nothing of theirs is written."""
+        self._together(batch, self._writers, lane, _BEGIN_WRITE)
+
+    def _updates_in_thread(self, batch: list[Job], lane: int) -> None:
+        """The one-statement writes (``update``) as ``_writes_in_thread`` commits writes,
+        but without the write lock: a task's change waits for no creation. (A message row
+        takes the lock in its own statement.)"""
+        self._together(batch, self._updaters, lane, ("BEGIN",))
+
+    def _together(
+        self,
+        batch: list[Job],
+        lanes: list[psycopg.Connection[Any] | None],
+        lane: int,
+        begin: Sequence[str],
+    ) -> None:
         try:
-            conn = self._writers[lane] = self._own(self._writers[lane])
+            conn = lanes[lane] = self._own(lanes[lane])
             if self._pipelined:
-                results = self._pipelined_writes(conn, batch, lane)
+                results = self._in_one_pipeline(conn, batch, begin, lanes, lane)
             else:
-                results = _each_answered(conn, batch, pipelined=False)
+                results = _each_answered(conn, batch, begin, pipelined=False)
         except Exception as exc:
-            lost = self._writers[lane]
+            lost = lanes[lane]
             if lost is not None:
                 lost.close()  # a fresh connection next time
-                self._writers[lane] = None
+                lanes[lane] = None
             for job in batch:
                 job.result = outcome.Error(exc)
             return
         for job, result in zip(batch, results, strict=True):
             job.result = result
 
-    def _pipelined_writes(
-        self, conn: psycopg.Connection[Any], batch: list[Job], lane: int
+    def _in_one_pipeline(
+        self,
+        conn: psycopg.Connection[Any],
+        batch: list[Job],
+        begin: Sequence[str],
+        lanes: list[psycopg.Connection[Any] | None],
+        lane: int,
     ) -> list[outcome.Outcome[Any]]:
         """``batch`` in one pipeline, answered in one round trip (more only where a call
         reads a result on its way). A statement that fails aborts what is queued after it,
@@ -498,16 +527,16 @@ class PostgresDatabase:
         batch runs again on a fresh connection that prepares nothing, each call answered
         alone (that connection is closed after)."""
         try:
-            return _all_at_once(conn, batch)
+            return _all_at_once(conn, batch, begin)
         except FAULTS:
             raise
         except psycopg.Error:
             conn.close()
-            self._writers[lane] = None
+            lanes[lane] = None
         options = connection_options(self.timeout)
         again = psycopg.connect(self.url, prepare_threshold=None, **options)
         try:
-            return _each_answered(again, batch, pipelined=True)
+            return _each_answered(again, batch, begin, pipelined=True)
         finally:
             again.close()
 

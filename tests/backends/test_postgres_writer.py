@@ -152,10 +152,23 @@ async def test_reads_go_together_and_one_that_fails_fails_alone(postgres: Cluste
         assert await rows(db) == [1, 2]
 
 
-async def test_a_one_statement_write_is_committed_by_the_writer(postgres: Cluster) -> None:
+async def test_a_one_statement_write_is_committed_by_the_updater_never_behind_a_write(
+    postgres: Cluster,
+) -> None:
+    """``update`` (a task's change, its completion) is committed by the updater, in a batch
+    of its own: it does not wait while a write holds the write lock."""
     async with open_backend(fresh_url(postgres)) as backend:
         db = database(backend)
         await make_table(db)
+        release = threading.Event()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(db.write, lambda conn: release.wait(10))
+            await trio.testing.wait_all_tasks_blocked()
+            with trio.fail_after(5):
+                await db.update(lambda conn: conn.execute("INSERT INTO t (n) VALUES (6)"))
+            assert not release.is_set()
+            release.set()
+        await db.write(lambda conn: conn.execute("DELETE FROM t"))
         tally = db.tally = Tally()
         changed = await db.update(lambda conn: conn.execute("INSERT INTO t (n) VALUES (5)"))
         assert changed == 1
