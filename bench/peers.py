@@ -228,6 +228,16 @@ async def task_call(conn: Connection) -> int:
     return requests
 
 
+async def create_call(conn: Connection) -> int:
+    """A task created, and not read back (the server runs it to its end); the requests it
+    took (one). Beside ``plain``, what a task's creation costs over HTTP."""
+    params = {"name": "quick", "arguments": {}, "_meta": meta(tasks=True)}
+    task = await conn.rpc("tools/call", params, "quick")
+    if task.get("resultType") != "task" or task.get("status") not in ("working", "completed"):
+        raise BenchError(f"not a task: {task}")
+    return 1
+
+
 async def open_session(conn: Connection) -> None:
     conn.version = OLD
     params = {"protocolVersion": OLD, "capabilities": {}, "clientInfo": CLIENT_INFO}
@@ -260,6 +270,7 @@ class Path_:
 PATHS = {
     "plain": Path_("plain tools/call (2026-07-28)", plain_call),
     "task": Path_("task: create, poll to completed, result (2026-07-28)", task_call),
+    "create": Path_("a task's creation alone (2026-07-28)", create_call),
     "session": Path_("session tools/call (initialize, 2025-11-25)", session_call, open_session),
 }
 
@@ -292,6 +303,7 @@ CASES = [
     ("plain", "fastmcp-tasks"),  # the asyncio worker's own cost, beside FastMCP's tasks
     ("task", "presa"),
     ("task", "fastmcp-tasks"),
+    ("create", "presa"),
     ("session", "presa"),
     ("session", "sdk-session"),
     ("session", "fastmcp"),
@@ -505,6 +517,14 @@ def report(runs: list[Run], parked: dict[str, list[float]], clients: int) -> Non
                   f"{requests:>13.2f}")  # fmt: skip
     for (path, name), why in NOT_SERVED.items():
         print(f"  {path} / {APPS[name].label}: {why}")
+    plain = {r.rep: r for r in runs if r.path == "plain" and r.app == "presa" and r.ops}
+    created = [r for r in runs if r.path == "create" and r.app == "presa" and r.ops]
+    pairs = [(r, plain[r.rep]) for r in created if r.rep in plain]
+    if pairs:
+        rates = spread([r.rate / p.rate for r, p in pairs], 3)
+        cpus = spread([r.cpu_us / p.cpu_us for r, p in pairs], 3)
+        print(f"\npresa_trio, a task's creation over a plain call (within a repetition):"
+              f" throughput {rates}, server CPU per operation {cpus}")  # fmt: skip
     if parked:
         print("\nResident memory per parked task (a task waiting on its client's answer)")
         for name, values in parked.items():

@@ -359,12 +359,12 @@ class PostgresDatabase:
         self._writing = Batcher("the postgresql writer", self._writes_in_thread, logger,
                                 self._batched, lanes=LANES)  # fmt: skip
         self._updating = Batcher("the postgresql updater", self._updates_in_thread, logger,
-                                 self._batched, lanes=1)  # fmt: skip
+                                 self._batched, lanes=LANES)  # fmt: skip
         self._reading = Batcher("the postgresql reader", self._reads_in_thread, logger,
                                 self._batched, lanes=LANES)  # fmt: skip
         # each lane's own connection (None until its first batch, or after it was lost)
         self._writers: list[psycopg.Connection[Any] | None] = [None] * LANES
-        self._updaters: list[psycopg.Connection[Any] | None] = [None]
+        self._updaters: list[psycopg.Connection[Any] | None] = [None] * LANES
         self._readers: list[psycopg.Connection[Any] | None] = [None] * LANES
         #: Counts of this database's work, for benchmarks and tests (None: not counted).
         self.tally: Tally | None = None
