@@ -138,6 +138,16 @@ class Tool:
             return exc.problems
         return []
 
+    def bound(self, arguments: Mapping[str, Any]) -> BoundArguments | list[str]:
+        """``arguments`` bound now, once, for a later ``call`` of this tool, which then
+        binds nothing; or what ``bind`` finds wrong with them (never an empty list). A task
+        binds its arguments when it is created: a bad one is answered at once, and its run
+        calls the tool with what was bound then."""
+        try:
+            return BoundArguments(self, arguments, self.bind(arguments))
+        except ArgumentError as exc:
+            return exc.problems
+
     def _schema_errors(self, arguments: Mapping[str, Any]) -> list[str]:
         return [
             f"{'/'.join(map(str, e.instance_path)) or '(root)'}: {e.message}"
@@ -145,9 +155,14 @@ class Tool:
         ]
 
     async def call(self, ctx: Context, arguments: Mapping[str, Any]) -> dict[str, Any]:
-        """Run the tool; a tool's own failure becomes ``isError: true`` (never a traceback)."""
+        """Run the tool; a tool's own failure becomes ``isError: true`` (never a traceback).
+
+        ``arguments`` bound already (``bound``) are not bound again."""
         try:
-            kwargs = self.bind(arguments)
+            if type(arguments) is BoundArguments:
+                kwargs = arguments.take(self)
+            else:
+                kwargs = self.bind(arguments)
         except ArgumentError as exc:
             await trio.lowlevel.checkpoint()
             return error_result("Invalid arguments: " + "; ".join(exc.problems))
@@ -181,6 +196,34 @@ class Tool:
             result["structuredContent"] = structured
             return result
         return structured_result(structured)
+
+
+@final
+class BoundArguments(dict[str, Any]):
+    """A tool call's arguments, as received (this dict), with the keyword arguments
+    ``Tool.bind`` made of them (``Tool.bound``): checked against the inputSchema and
+    converted once.
+
+    ``Tool.call`` of the same tool takes the keyword arguments instead of binding again, the
+    first time only: the handler's call adds to them, so a second call (a hook that calls on
+    twice) binds afresh, and a task that has started no longer holds them twice.
+    """
+
+    __slots__ = ("_kwargs", "tool")
+
+    def __init__(self, tool: Tool, arguments: Mapping[str, Any], kwargs: dict[str, Any]) -> None:
+        super().__init__(arguments)
+        self.tool = tool
+        self._kwargs: dict[str, Any] | None = kwargs
+
+    def take(self, tool: Tool) -> dict[str, Any]:
+        """The keyword arguments to call ``tool`` with: the ones bound, once, when ``tool``
+        is the one they were bound for; else ``tool.bind`` of these arguments."""
+        kwargs = self._kwargs
+        if kwargs is None or tool is not self.tool:
+            return tool.bind(self)
+        self._kwargs = None
+        return kwargs
 
 
 @dataclass(slots=True)

@@ -306,6 +306,18 @@ def test_completed_stores_result_and_clears(start: TaskRecord) -> None:
     assert after.error is None
 
 
+def test_a_measured_result_keeps_its_size_which_is_not_compared() -> None:
+    """``Completed.size`` (the runner's measure of the result) becomes the record's
+    ``result_bytes``, which later moves keep and equality ignores."""
+    measured = apply(rec(), Completed(RESULT, 61), T0 + 50)
+    assert measured.result_bytes == 61
+    assert apply(rec(), Completed(RESULT), T0 + 50).result_bytes is None
+    assert measured == apply(rec(), Completed(RESULT), T0 + 50)  # not compared
+    assert apply(waiting("a"), Completed(RESULT, 61), T0 + 50).result_bytes == 61
+    assert apply(measured, CancelRequested(), T0 + 60) is measured  # terminal: as it was
+    assert "result_bytes" not in repr(measured)
+
+
 @pytest.mark.parametrize("start", [rec(), waiting("a")], ids=["working", "waiting"])
 def test_failed_stores_error_and_message(start: TaskRecord) -> None:
     after = apply(start, Failed(ERROR), T0 + 50)

@@ -266,14 +266,15 @@ class TasksExtension(Extension[TasksService]):
         or the direct answer when it does not become a task after all (invalid arguments, or
         an optional tool's input too large). ``ttl_ms`` is the client's wish (2025-11-25
         ``params.task.ttl``): granted up to the extension's ``ttl_ms``."""
-        errors = tool.argument_errors(arguments)
-        if errors:  # the direct call's answer, and no task
+        # Checked and converted here, once: the task's run calls the tool with what is bound
+        bound = tool.bound(arguments)
+        if isinstance(bound, list):  # the direct call's answer, and no task
             await trio.lowlevel.checkpoint()
-            return error_result("Invalid arguments: " + "; ".join(errors))
+            return error_result("Invalid arguments: " + "; ".join(bound))
         size = len(to_json(arguments))
         if size > self.max_input_bytes:
             if policy == "optional":  # declaring Tasks does not mean requiring a task
-                return await call_next(ctx, tool, arguments)
+                return await call_next(ctx, tool, bound)  # (bound already: not again)
             raise InvalidParams(f"Task input is larger than {self.max_input_bytes} bytes")
         run: TasksService = ctx.service(self)
         if run.context.draining.is_set():
@@ -282,7 +283,7 @@ class TasksExtension(Extension[TasksService]):
         meta = run.metas.share(ctx.params.get("_meta"), ctx.meta)
         detached = ctx.detached(run.runner.provider(record.task_id), meta=meta)
         detached.extras["task_id"] = record.task_id
-        work = _ToolCall(call_next, detached, tool, dict(arguments))
+        work = _ToolCall(call_next, detached, tool, bound)
         # Only answers to a round the server issued (a verified requestState) seed the task:
         # the MRTR phase and the task phase keep separate state (SEP-2663 §6).
         answered = ctx.input_responses if ctx.state is not None else {}
@@ -326,11 +327,12 @@ class TasksExtension(Extension[TasksService]):
             owner=owner,
         )
 
-    def _check_finished(self, result: Mapping[str, Any]) -> None:
-        """A task's work ended: its result must be a complete result the store can keep."""
+    def _check_finished(self, result: Mapping[str, Any]) -> int:
+        """A task's work ended: its result must be a complete result the store can keep.
+        Its size as JSON, measured by the check (the store counts it, not measuring again)."""
         if result.get("resultType", "complete") != "complete":
             raise InternalError("Task work ended without a complete result")
-        _check_result(result, self.max_result_bytes)
+        return _check_result(result, self.max_result_bytes)
 
     # ------------------------------------------------------------------ tasks/* methods
 
@@ -443,12 +445,14 @@ class _ToolCall:
         return await self.call_next(self.ctx, self.tool, self.arguments)
 
 
-def _check_result(result: Mapping[str, Any], limit: int) -> None:
+def _check_result(result: Mapping[str, Any], limit: int) -> int:
     """A task's result is stored and served for its whole TTL: it must be JSON (no ``NaN``,
-    no lone surrogate) and at most ``limit`` bytes, or the task fails now, readably."""
+    no lone surrogate) and at most ``limit`` bytes, or the task fails now, readably. Its
+    size in bytes, as ``to_json`` writes it."""
     try:
         size = len(to_json(result))
     except (ValueError, UnicodeEncodeError, TypeError):
         raise InternalError("Task result is not JSON") from None
     if size > limit:
         raise InternalError(f"Task result is larger than {limit} bytes")
+    return size

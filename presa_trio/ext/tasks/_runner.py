@@ -175,12 +175,13 @@ class TaskRunner:
         publish: Publish | None = None,
         backend: Backend | None = None,
         tracing: Tracing | None = None,
-        check: Callable[[Mapping[str, Any]], None] | None = None,
+        check: Callable[[Mapping[str, Any]], int | None] | None = None,
     ) -> None:
         self.store = store
         # A store in memory: creations need no shield or bound, outcomes no deadline.
         self._instant = isinstance(store, InstantStore)
         # Sees each result the work returns before it is recorded; raising fails the task.
+        # What it returns is the result's size as JSON, when it measured it (or None).
         self.check = check
         self.tracing = tracing  # None: no task spans
         self.now_ms = now_ms
@@ -444,6 +445,7 @@ class TaskRunner:
         it without detail (T§5.1). Any other cancellation (the runner's) propagates.
         """
         result: Mapping[str, Any] | None = None
+        size: int | None = None
         try:
             with live.scope:
                 async with trio.open_nursery() as nursery:
@@ -454,7 +456,7 @@ class TaskRunner:
                     await trio.lowlevel.checkpoint_if_cancelled()  # (or cancelled: no work)
                     result = await work(TaskHandle(self, task_id, nursery))
                     if self.check is not None:
-                        self.check(result)
+                        size = self.check(result)
         except BaseException as exc:
             error = protocol_error(exc, f"task {task_id}", log=logger)
             await trio.lowlevel.checkpoint()
@@ -462,7 +464,7 @@ class TaskRunner:
         if result is None:  # a scope caught a cancellation: tasks/cancel or the TTL (the
             # caller tells which), or the work cancelled its own nursery
             return Failed(InternalError("Task work was cancelled before it finished").to_error())
-        return Completed(dict(result))
+        return Completed(dict(result), size)
 
     def shared_keys(self, keys: frozenset[str]) -> frozenset[str]:
         """``keys``, or an equal set another task of this run asked: a tool's tasks ask the

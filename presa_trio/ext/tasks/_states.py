@@ -43,7 +43,10 @@ class TaskRecord:
 
     ``principal`` is who the task belongs to: another principal's task is invisible.
     ``owner`` is the worker running it (its backend's ``worker_id``): where a cancel or an
-    answer for it must go, and whose loss fails it.
+    answer for it must go, and whose loss fails it. ``result_bytes`` is the size of
+    ``result`` as JSON when the runner measured it already (its check of a result does), so
+    a store that counts bytes need not write the result again to know it; None: unknown. It
+    is not compared, and not stored (a record read back has None).
     """
 
     task_id: str
@@ -61,6 +64,7 @@ class TaskRecord:
     error: Mapping[str, Any] | None = None
     revision: int = 0
     owner: str = ""
+    result_bytes: int | None = field(default=None, compare=False, repr=False)
 
     @property
     def terminal(self) -> bool:
@@ -104,7 +108,11 @@ class InputsWithdrawn:
 @final
 @dataclass(frozen=True, slots=True)
 class Completed:
+    """The work's result; ``size``, its bytes as JSON when whoever made the event measured
+    them (the record's ``result_bytes``)."""
+
     result: Mapping[str, Any]
+    size: int | None = None
 
 
 @final
@@ -217,6 +225,7 @@ def _complete(task: TaskRecord, completed: Completed, now_ms: int) -> TaskRecord
         status_message=None,
         input_requests={},
         result=completed.result,
+        result_bytes=completed.size,
     )
 
 
@@ -250,6 +259,7 @@ def _next(
     input_requests: Mapping[str, Mapping[str, Any]],
     used_keys: frozenset[str] | None = None,
     result: Mapping[str, Any] | None = None,
+    result_bytes: int | None = None,
     error: Mapping[str, Any] | None = None,
 ) -> TaskRecord:
     """The record after a move: one revision on, never updated before it was. Every field
@@ -271,6 +281,7 @@ def _next(
         error=task.error if error is None else error,
         revision=task.revision + 1,
         owner=task.owner,
+        result_bytes=task.result_bytes if result is None else result_bytes,
     )
 
 

@@ -10,8 +10,9 @@ against these contracts, so a durable or shared store proves itself the same way
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal, Protocol, final, runtime_checkable
+from typing import Any, Literal, Protocol, final, runtime_checkable
 
 import trio
 
@@ -186,7 +187,8 @@ class MemoryTaskStore:
     atomic and all-or-nothing under cancellation; each read checks for cancellation and
     answers at once. It keeps ``TaskLimits.max_stored_bytes``: a record's payloads are
     measured when it is created and when a change replaces one of them (a result, an error,
-    a round of input requests), never when it is read.
+    a round of input requests), never when it is read; a result the runner measured when it
+    checked it (``TaskRecord.result_bytes``) is counted at that size, not written again.
     """
 
     instant: Literal[True] = True  # every write acts right after its one checkpoint
@@ -284,16 +286,23 @@ class MemoryTaskStore:
 
 def payload_bytes(task: TaskRecord) -> int:
     """What ``TaskLimits.max_stored_bytes`` counts of a record: its result, error and pending
-    input requests, as JSON. A payload that is not JSON (a tool may ask with a value the
-    wire would refuse) is counted by its text, so measuring never fails a write."""
-    size = 0
-    for payload in (task.result, task.error, task.input_requests):
-        if payload:
-            try:
-                size += len(to_json(payload))
-            except (ValueError, UnicodeEncodeError, TypeError):
-                size += len(repr(payload))
-    return size
+    input requests, as JSON. A result the runner measured when it checked it
+    (``result_bytes``) is not written again to be measured. A payload that is not JSON (a
+    tool may ask with a value the wire would refuse) is counted by its text, so measuring
+    never fails a write."""
+    size = task.result_bytes
+    if size is None:
+        size = _json_bytes(task.result)
+    return size + _json_bytes(task.error) + _json_bytes(task.input_requests)
+
+
+def _json_bytes(payload: Mapping[str, Any] | None) -> int:
+    if not payload:
+        return 0
+    try:
+        return len(to_json(payload))
+    except (ValueError, UnicodeEncodeError, TypeError):
+        return len(repr(payload))
 
 
 def _decrement(counts: dict[str, int], principal: str) -> None:
