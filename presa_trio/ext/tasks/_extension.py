@@ -13,7 +13,7 @@ import dataclasses
 import logging
 import secrets
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Literal, final
 
 import trio
@@ -438,9 +438,12 @@ class _ToolCall:
         self.tool = tool
         self.arguments = arguments
 
-    async def __call__(self, handle: TaskHandle) -> Mapping[str, Any]:
-        del handle  # the tool reaches its task through its context: a parked task keeps none
-        return await self.call_next(self.ctx, self.tool, self.arguments)
+    def __call__(self, handle: TaskHandle) -> Awaitable[Mapping[str, Any]]:
+        """The call's coroutine, for the runner to await: no frame of its own between the
+        runner and the tool. The tool reaches its task through its context: the handle is
+        dropped here, and a parked task keeps none."""
+        del handle
+        return self.call_next(self.ctx, self.tool, self.arguments)
 
 
 def _check_result(result: Mapping[str, Any], limit: int) -> None:

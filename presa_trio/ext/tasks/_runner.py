@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Awaitable, Callable, Mapping
+from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, NoReturn, final
@@ -322,9 +323,7 @@ class TaskRunner:
         """Start the stored task's work in the runner nursery; False if the runner closed
         while the record was stored (the run ends: nothing started)."""
         try:
-            nursery.start_soon(
-                self._run_attended if self._shared else self._run, task_id, work, live
-            )
+            nursery.start_soon(self._run, task_id, work, live)
         except RuntimeError:
             del self._live[task_id]
             return False
@@ -336,24 +335,47 @@ class TaskRunner:
         await self._settle_within_bound(task_id, Stopped())
         raise ServiceUnavailable("Server is shutting down; no new tasks are accepted")
 
-    async def _run_attended(self, task_id: str, work: Work, live: _Live) -> None:
-        """A task on a shared backend: while it runs here, cancels and answers from other
-        workers reach it promptly."""
-        assert self.backend is not None
-        with self.backend.attention():
-            await self._run(task_id, work, live)
-
     async def _run(self, task_id: str, work: Work, live: _Live) -> None:
         """Run the task to its end and record how it ended. Its record is in ``live`` (the
-        one written last): a parked task keeps no other copy."""
+        one written last): a parked task keeps no other copy.
+
+        The work runs in the task's scope and nursery, in this one frame (a parked task
+        holds every frame between the runner and its wait). ``tasks/cancel`` (the task's
+        scope) and the TTL (its nursery's deadline) end the work there, and each scope
+        catches its own cancellation (``live`` tells which). A protocol error fails the task
+        with that error inlined; any other error (also from a child, or in a group with the
+        task's cancellation) is logged and fails it without detail (T§5.1). Any other
+        cancellation (the runner's) propagates, and the task is recorded as stopped. On a
+        shared backend the task holds the backend's ``attention`` while it runs, so cancels
+        and answers from other workers reach it promptly; with tracing, its span is current
+        while its work runs, so the tool's own span nests under it.
+        """
         span = self._span(live.written)
         outcome: TaskEvent = _STOPPED  # what stands if the runner itself is cancelled
         try:
-            if span is None:
-                outcome = await self._attempt(task_id, work, live)
+            result: Mapping[str, Any] | None = None
+            try:
+                with self._around(span, live.scope):
+                    async with trio.open_nursery() as nursery:
+                        live.nursery = nursery
+                        nursery.cancel_scope.deadline = live.deadline
+                        if trio.current_time() >= live.deadline:
+                            nursery.cancel_scope.cancel()  # expired before it first ran
+                        await trio.lowlevel.checkpoint_if_cancelled()  # (or cancelled)
+                        result = await work(TaskHandle(self, task_id, nursery))
+                        if self.check is not None:
+                            self.check(result)
+            except BaseException as exc:
+                error = protocol_error(exc, f"task {task_id}", log=logger)
+                await trio.lowlevel.checkpoint()
+                outcome = Failed(error.to_error())
             else:
-                with span.current():
-                    outcome = await self._attempt(task_id, work, live)
+                if result is None:  # a scope caught a cancellation: tasks/cancel or the TTL
+                    # (told below), or the work cancelled its own nursery
+                    message = "Task work was cancelled before it finished"
+                    outcome = Failed(InternalError(message).to_error())
+                else:
+                    outcome = Completed(dict(result))
             if live.scope.cancel_called:  # a client's cancel is honoured, whatever came after
                 outcome = CancelRequested()
             elif live.expired:
@@ -368,6 +390,24 @@ class TaskRunner:
                 live.done.set()
             if span is not None:
                 self._end_span(span, live.written, outcome)
+
+    def _around(
+        self, span: SpanHandle | None, scope: trio.CancelScope
+    ) -> AbstractContextManager[object]:
+        """What a task's work runs in: its cancel scope, and around it, entered here, what
+        this run needs of a task: on a shared backend the backend's ``attention``, with
+        tracing its span made current. Most tasks need neither: the scope alone, so that a
+        parked task holds no more than the scope's exit for them."""
+        if span is None and not self._shared:
+            return scope
+        with ExitStack() as stack:
+            if self._shared:
+                assert self.backend is not None
+                stack.enter_context(self.backend.attention())
+            if span is not None:
+                stack.enter_context(span.current())
+            stack.enter_context(scope)
+            return stack.pop_all()
 
     def _span(self, record: TaskRecord) -> SpanHandle | None:
         """The task's span, from creation to its terminal state: a child of the creating
@@ -433,36 +473,6 @@ class TaskRunner:
             return math.inf
         left_ms = record.created_ms + record.ttl_ms - self.now_ms()
         return trio.current_time() + left_ms / 1000
-
-    async def _attempt(self, task_id: str, work: Work, live: _Live) -> TaskEvent:
-        """Run the work in the task's scope and nursery; its outcome, whatever it raised.
-
-        ``tasks/cancel`` (the task's scope) and the TTL (its nursery's deadline) end the
-        work there, and each scope catches its own cancellation (the caller reads ``live``
-        for which). A protocol error fails the task with that error inlined; any other error
-        (also from a child, or in a group with the task's cancellation) is logged and fails
-        it without detail (T§5.1). Any other cancellation (the runner's) propagates.
-        """
-        result: Mapping[str, Any] | None = None
-        try:
-            with live.scope:
-                async with trio.open_nursery() as nursery:
-                    live.nursery = nursery
-                    nursery.cancel_scope.deadline = live.deadline
-                    if trio.current_time() >= live.deadline:
-                        nursery.cancel_scope.cancel()  # expired before it first ran: no work
-                    await trio.lowlevel.checkpoint_if_cancelled()  # (or cancelled: no work)
-                    result = await work(TaskHandle(self, task_id, nursery))
-                    if self.check is not None:
-                        self.check(result)
-        except BaseException as exc:
-            error = protocol_error(exc, f"task {task_id}", log=logger)
-            await trio.lowlevel.checkpoint()
-            return Failed(error.to_error())
-        if result is None:  # a scope caught a cancellation: tasks/cancel or the TTL (the
-            # caller tells which), or the work cancelled its own nursery
-            return Failed(InternalError("Task work was cancelled before it finished").to_error())
-        return Completed(dict(result))
 
     def shared_keys(self, keys: frozenset[str]) -> frozenset[str]:
         """``keys``, or an equal set another task of this run asked: a tool's tasks ask the
