@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from functools import partial
 from typing import Any, final
 
@@ -76,9 +76,10 @@ async def list_tools(served: Served, ctx: Context, params: dict[str, Any]) -> di
     return _listing(served, "tools", served.registry.listing("tools"), params.get("cursor"))
 
 
-async def _call(ctx: Context, tool: Tool, arguments: Mapping[str, Any]) -> dict[str, Any]:
-    """The innermost link of the chain: the tool itself."""
-    return await tool.call(ctx, arguments)
+def _call(ctx: Context, tool: Tool, arguments: Mapping[str, Any]) -> Awaitable[dict[str, Any]]:
+    """The innermost link of the chain: the tool itself, its call's coroutine for the link
+    before to await (no frame of this one stays while the tool runs)."""
+    return tool.call(ctx, arguments)
 
 
 async def _traced_call(

@@ -152,7 +152,9 @@ class Tool:
             await trio.lowlevel.checkpoint()
             return error_result("Invalid arguments: " + "; ".join(exc.problems))
         try:
-            value = await self.signature.call(ctx, kwargs, thread=self.thread)
+            call = self.signature.call(ctx, kwargs, thread=self.thread)
+            del kwargs  # the handler holds its arguments: this frame keeps none while it runs
+            value = await call
         except ToolError as exc:
             await trio.lowlevel.checkpoint()
             return error_result(str(exc) or f"Tool {self.name} failed")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import inspect
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, final
@@ -149,8 +149,11 @@ class Signature:
             found.append(argument)
         return found
 
-    async def call(self, ctx: Context, kwargs: dict[str, Any], *, thread: bool) -> Any:
-        """Call the handler with ``ctx`` and ``kwargs`` (from ``binder``; this adds to them).
+    def call(self, ctx: Context, kwargs: dict[str, Any], *, thread: bool) -> Awaitable[Any]:
+        """The handler's call with ``ctx`` and ``kwargs`` (from ``binder``; this adds to
+        them), for the caller to await at once: an async handler's own coroutine, so that
+        no frame of this one stays between the caller and the handler while it waits (a
+        parked task holds every frame of its chain).
 
         A sync handler runs in a worker thread when ``thread`` is true, bounded by the run's
         threads and by its principal's share of them (``Runtime.threads``), so it cannot
@@ -163,9 +166,9 @@ class Signature:
                 serve_mounted(ctx, self.mounted_from)
             kwargs[self.context_param] = ctx
         if self.is_async:
-            return await self.fn(**kwargs)
+            return self.fn(**kwargs)  # type: ignore[no-any-return]
         limiter = thread_limiter(ctx, thread)
-        return await call_sync(self.fn, (), kwargs, thread=thread, limiter=limiter)
+        return call_sync(self.fn, (), kwargs, thread=thread, limiter=limiter)
 
 
 def thread_limiter(ctx: Context, thread: bool) -> trio.CapacityLimiter:

@@ -98,9 +98,9 @@ async def test_a_parked_task_holds_no_frame_of_the_call_chain(
 ) -> None:
     """Each suspended frame is a few hundred bytes a parked task holds for its whole wait:
     nothing of the creating request's chain (dispatcher, handler) stays, and each link from
-    the runner to the tool is one ``async def`` frame: the runner's one (the task's work is
-    the tools/call chain's own coroutine, with no frame between), the end of the tools/call
-    chain, the tool call, the handler's call, the tool, ``Context.input`` and the parked
+    the runner to the tool is one ``async def`` frame: the runner's one, the tool call (the
+    task's work, the end of the tools/call chain and the handler's call each hand it their
+    callee's coroutine, with no frame between), the tool, ``Context.input`` and the parked
     wait."""
     client, _ext = env
     task_id = await create(client, "ask", {"keys": ["a"]})
@@ -109,9 +109,7 @@ async def test_a_parked_task_holds_no_frame_of_the_call_chain(
     frames = _frames(task.coro)
     assert frames[: frames.index("_TaskInput.__call__") + 1] == [
         "TaskRunner._run",
-        "_call",
         "Tool.call",
-        "Signature.call",
         "build.<locals>.ask",
         "Context.input",
         "_TaskInput.__call__",
