@@ -96,6 +96,15 @@ class ServerView:
     logging: bool = False
 
 
+def _split(
+    requests: InputRequests, responses: Mapping[str, Any]
+) -> tuple[dict[str, Any], dict[str, Mapping[str, Any]]]:
+    """The answers ``responses`` has for ``requests``, and the requests they leave. (Out of
+    ``Context.input``: its comprehensions would give it cells, which a parked task holds.)"""
+    found = {k: responses[k] for k in requests if k in responses}
+    return found, {k: v for k, v in requests.items() if k not in found}
+
+
 @final
 class Context:
     """Everything a tool, resource or prompt handler may know about its request.
@@ -355,10 +364,8 @@ class Context:
             return answers
         # An ordinary request: the retry's answers, or the end of this round.
         await trio.lowlevel.checkpoint()
-        responses = self.input_responses
-        found = {k: responses[k] for k in requests if k in responses}
+        found, missing = _split(requests, self.input_responses)
         check_responses(self._server.schemas, requests, found)
-        missing = {k: v for k, v in requests.items() if k not in found}
         if missing:
             check_askable(self.meta.client_capabilities, missing)
             raise InputRequired(missing, state)

@@ -58,6 +58,9 @@ SHARED_KEYS_MAX = 8  # the largest set of asked keys the tasks of a run share ..
 SHARED_KEY_SETS = 256  # ... and how many such sets (past it the oldest is forgotten)
 _NO_ANSWERS: Mapping[str, Any] = MappingProxyType({})  # what most tasks start with
 _STOPPED = Stopped()  # what stands for a task whose runner is cancelled
+#: Each task's trio name, the one trio would give it, one string for all (trio would make one
+#: for each task, which a parked task would keep).
+_TASK_NAME = f"{__name__}.TaskRunner._run"
 #: What a record the store may have kept from a creation that timed out is failed with.
 _NOT_STARTED = Failed(InternalError("The server could not start this task").to_error())
 
@@ -131,38 +134,61 @@ class _TaskInput:
         the keys still unanswered: the record stops showing them, and an answer to them is
         ignored (SEP-2663 "superseded").
         """
-        runner, task_id = self._runner, self._task_id
-        live = runner._live[task_id]  # only the task's own work asks, while it runs
-        found: dict[str, Any] = {}
-        missing: dict[str, Mapping[str, Any]] = {}
-        for key, request in requests.items():
-            if key in live.answered:
-                found[key] = live.answered[key]
-            else:
-                missing[key] = request
+        live = self._runner._live[self._task_id]  # only the task's own work asks, while it runs
+        missing = _missing(requests, live.answered)
         if not missing:
             await trio.lowlevel.checkpoint()
-            return found
+            return _answered(requests, live.answered)
         # One channel for the round, whatever its number of keys: each answer comes with its
-        # key, and room for all of them.
+        # key, and room for all of them. What the wait holds is made when it needs it: the
+        # answers' dict with the first answer.
         send, receive = trio.open_memory_channel[tuple[str, Any]](len(missing))
         for key in missing:
             live.parked[key] = send
+        del send  # (the parked keys hold it)
         asked = False
-        with receive:
-            try:
-                keys = runner.shared_keys(frozenset(missing))
-                await runner.commit(task_id, InputRequested(missing, keys))
-                asked = True
-                for _ in missing:
-                    key, answer = await receive.receive()
-                    found[key] = answer
-            finally:
-                # What is still parked was not answered (an answer claims its key first)
-                unanswered = [key for key in missing if live.parked.pop(key, None) is not None]
-                if asked and unanswered and live.nursery is not None:
-                    live.nursery.start_soon(runner._withdraw, task_id, frozenset(unanswered))
+        found: dict[str, Any] | None = None
+        try:
+            keys = self._runner.shared_keys(frozenset(missing))
+            await self._runner.commit(self._task_id, InputRequested(missing, keys))
+            del keys
+            asked = True
+            for _ in missing:
+                key, answer = await receive.receive()
+                if found is None:
+                    found = _answered(requests, live.answered)
+                found[key] = answer
+        finally:
+            receive.close()
+            # What is still parked was not answered (an answer claims its key first)
+            unanswered = _unclaimed(live.parked, missing)
+            if asked and unanswered and live.nursery is not None:
+                live.nursery.start_soon(self._runner._withdraw, self._task_id, unanswered)
+        assert found is not None  # (missing is not empty: one answer at least)
         return found
+
+
+def _missing(
+    requests: Mapping[str, Mapping[str, Any]], answered: Mapping[str, Any]
+) -> Mapping[str, Mapping[str, Any]]:
+    """The requests of a round that the creating request did not answer: most rounds ask
+    all theirs, and then the round keeps the tool's own dict, not a copy (the task's record
+    shows it until the round ends, and the tool waits for it meanwhile)."""
+    if not answered and type(requests) is dict:
+        return requests
+    return {key: request for key, request in requests.items() if key not in answered}
+
+
+def _answered(requests: Mapping[str, Any], answered: Mapping[str, Any]) -> dict[str, Any]:
+    """The answers to ``requests`` that the creating request already carried."""
+    return {key: answered[key] for key in requests if key in answered}
+
+
+def _unclaimed(
+    parked: dict[str, trio.MemorySendChannel[tuple[str, Any]]], keys: Mapping[str, Any]
+) -> frozenset[str]:
+    """Release the keys of a round that ends: those no answer claimed (empty if none)."""
+    return frozenset([key for key in keys if parked.pop(key, None) is not None])
 
 
 @final
@@ -323,7 +349,7 @@ class TaskRunner:
         """Start the stored task's work in the runner nursery; False if the runner closed
         while the record was stored (the run ends: nothing started)."""
         try:
-            nursery.start_soon(self._run, task_id, work, live)
+            nursery.start_soon(self._run, task_id, work, live, name=_TASK_NAME)
         except RuntimeError:
             del self._live[task_id]
             return False
@@ -362,7 +388,9 @@ class TaskRunner:
                         if trio.current_time() >= live.deadline:
                             nursery.cancel_scope.cancel()  # expired before it first ran
                         await trio.lowlevel.checkpoint_if_cancelled()  # (or cancelled)
-                        result = await work(TaskHandle(self, task_id, nursery))
+                        call = work(TaskHandle(self, task_id, nursery))
+                        del work  # (what the call needs, its coroutine holds)
+                        result = await call
                         if self.check is not None:
                             self.check(result)
             except BaseException as exc:
