@@ -1,11 +1,13 @@
 """The task runner: the life of the tasks this worker runs (SEP-2663 §5), from launch to
 the record of how each ended.
 
-One runner nursery, owned by the run's tasks service, holds every task. Each task has a
-cancel scope, made when it is launched and before its record is stored: ``tasks/cancel``
-cancels that scope, so a cancel that arrives before the task first runs stops it at its
-first checkpoint, and whatever the work does after (a late result, say) is recorded as
-``cancelled``. Inside the scope the task is a nursery whose deadline is its TTL. A tool that
+One runner nursery, owned by the run's tasks service, holds every task. Each task is a
+nursery of its own, whose cancel scope's deadline is the task's TTL; ``tasks/cancel``
+cancels that scope. The task's entry (``_Live``) is made when it is launched, before its
+record is stored: a ``tasks/cancel`` that arrives before the task first runs is noted there,
+and the task cancels its scope as it starts, so its work stops at its first checkpoint;
+whatever the work does after a cancel (a late result, say) is recorded as ``cancelled``. A
+tool that
 needs input parks on a memory channel, one for each round of questions; ``tasks/update``
 delivers each answer into it with its key. Every task runs behind an error boundary:
 nothing a tool does, and no store failure, reaches the runner nursery or another task.
@@ -18,8 +20,13 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Awaitable, Callable, Mapping
-from contextlib import AbstractContextManager, ExitStack
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import (
+    AbstractAsyncContextManager,
+    AbstractContextManager,
+    ExitStack,
+    asynccontextmanager,
+)
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, NoReturn, final
@@ -69,11 +76,11 @@ _NOT_STARTED = Failed(InternalError("The server could not start this task").to_e
 class _Live:
     """The trio side of one task; never stored. It exists before the task's record does.
 
-    ``scope`` is the task's cancel scope, made at launch: ``tasks/cancel`` cancels it (at
-    once if the task runs, at its first checkpoint if it has not run yet), and nothing else
-    does, so a cancelled scope is a client's cancel. ``nursery`` is the task's nursery once
-    the task runs (None until then), inside the scope; its deadline is the TTL, so an expiry
-    cancels the nursery, never the scope. ``done`` is made by the first ``tasks/cancel`` that
+    ``nursery`` is the task's nursery once the task runs (None until then); its cancel
+    scope's deadline is the TTL, and ``tasks/cancel`` cancels that scope (``cancel``: at once
+    if the task runs, as it starts if it has not run yet). ``cancelled`` says a client asked,
+    and nothing else sets it: how a cancelled task is told from an expired one (or from work
+    that cancelled its own nursery). ``done`` is made by the first ``tasks/cancel`` that
     waits for the task's end: most tasks never need one. ``written`` is the record as this
     runner last stored it, where ``commit`` starts from: the one copy of it a running task
     keeps.
@@ -82,16 +89,24 @@ class _Live:
     answered: Mapping[str, Any]  # answers the creating request already carried (T§6.2)
     deadline: float  # the TTL, on trio's clock
     written: TaskRecord
-    scope: trio.CancelScope
     nursery: trio.Nursery | None = None
+    cancelled: bool = False
     parked: dict[str, trio.MemorySendChannel[tuple[str, Any]]] = field(default_factory=dict)
     done: trio.Event | None = None
 
     @property
     def expired(self) -> bool:
-        """The TTL ended the task (its nursery also cancels itself when a child fails)."""
+        """The TTL ended the task (its nursery also cancels itself when a child fails, and a
+        client's cancel is ``cancelled``)."""
         caught = self.nursery is not None and self.nursery.cancel_scope.cancelled_caught
         return caught and trio.current_time() >= self.deadline
+
+    def cancel(self) -> None:
+        """A client's ``tasks/cancel``: the task's scope is cancelled now if the task runs,
+        and as it starts if it has not run yet."""
+        self.cancelled = True
+        if self.nursery is not None:
+            self.nursery.cancel_scope.cancel()
 
 
 @final
@@ -189,6 +204,21 @@ def _unclaimed(
 ) -> frozenset[str]:
     """Release the keys of a round that ends: those no answer claimed (empty if none)."""
     return frozenset([key for key in keys if parked.pop(key, None) is not None])
+
+
+@asynccontextmanager
+async def _around(
+    attention: AbstractContextManager[object] | None, span: SpanHandle | None
+) -> AsyncIterator[trio.Nursery]:
+    """A task's nursery inside the backend's ``attention`` and its span made current (each
+    when given)."""
+    with ExitStack() as stack:
+        if attention is not None:
+            stack.enter_context(attention)
+        if span is not None:
+            stack.enter_context(span.current())
+        async with trio.open_nursery() as nursery:
+            yield nursery
 
 
 @final
@@ -289,8 +319,8 @@ class TaskRunner:
     ) -> None:
         """Store ``record`` and start ``work`` for it, or raise and store nothing.
 
-        The task is registered, with its cancel scope, before the record is stored: a
-        ``tasks/cancel`` that finds the record finds the scope. Once the store has it, the
+        The task is registered (``_Live``) before the record is stored: a ``tasks/cancel``
+        that finds the record finds the task. Once the store has it, the
         task is spawned into the runner nursery with no checkpoint in between. Storing and
         spawning happen under a shield, together: a creating request cancelled half-way (its
         client went away) can neither leave a record with no work behind it nor work with
@@ -301,16 +331,16 @@ class TaskRunner:
         A store in memory (``InstantStore``) stores the record at its one checkpoint or not
         at all, and cannot hang: its creation needs neither the shield nor the bound.
 
-        The task is spawned, not started with ``nursery.start``: its scope, made here, is
-        what a ``tasks/cancel`` before it first runs cancels, and the work stops at its first
-        checkpoint. ``start`` would add a nursery and a scheduler round trip to every task.
+        The task is spawned, not started with ``nursery.start``: a ``tasks/cancel`` before
+        it first runs is noted in its entry, made here, and the task cancels its scope as it
+        starts (its work stops at its first checkpoint). ``start`` would add a nursery and a
+        scheduler round trip to every task.
         """
         if record.owner != self.worker_id:
             record = replace(record, owner=self.worker_id)
         nursery = self.nursery  # (raises unless the runner runs: before anything is stored)
-        scope = trio.CancelScope()  # the task's, before its record: tasks/cancel finds it
         answers = dict(answered) if answered else _NO_ANSWERS
-        live = _Live(answers, self._deadline(record), record, scope)
+        live = _Live(answers, self._deadline(record), record)  # before its record is stored
         self._live[record.task_id] = live
         if self._instant:  # stored at its one checkpoint, or not at all: no shield needed
             try:
@@ -365,10 +395,10 @@ class TaskRunner:
         """Run the task to its end and record how it ended. Its record is in ``live`` (the
         one written last): a parked task keeps no other copy.
 
-        The work runs in the task's scope and nursery, in this one frame (a parked task
-        holds every frame between the runner and its wait). ``tasks/cancel`` (the task's
-        scope) and the TTL (its nursery's deadline) end the work there, and each scope
-        catches its own cancellation (``live`` tells which). A protocol error fails the task
+        The work runs in the task's nursery, in this one frame (a parked task holds every
+        frame between the runner and its wait). ``tasks/cancel`` and the TTL (its deadline)
+        end the work there: the nursery's scope catches its cancellation (``live`` tells
+        which it was). A protocol error fails the task
         with that error inlined; any other error (also from a child, or in a group with the
         task's cancellation) is logged and fails it without detail (T§5.1). Any other
         cancellation (the runner's) propagates, and the task is recorded as stopped. On a
@@ -381,18 +411,17 @@ class TaskRunner:
         try:
             result: Mapping[str, Any] | None = None
             try:
-                with self._around(span, live.scope):
-                    async with trio.open_nursery() as nursery:
-                        live.nursery = nursery
-                        nursery.cancel_scope.deadline = live.deadline
-                        if trio.current_time() >= live.deadline:
-                            nursery.cancel_scope.cancel()  # expired before it first ran
-                        await trio.lowlevel.checkpoint_if_cancelled()  # (or cancelled)
-                        call = work(TaskHandle(self, task_id, nursery))
-                        del work  # (what the call needs, its coroutine holds)
-                        result = await call
-                        if self.check is not None:
-                            self.check(result)
+                async with self._task_nursery(span) as nursery:
+                    live.nursery = nursery
+                    nursery.cancel_scope.deadline = live.deadline
+                    if live.cancelled or trio.current_time() >= live.deadline:
+                        nursery.cancel_scope.cancel()  # cancelled or expired before it ran
+                    await trio.lowlevel.checkpoint_if_cancelled()  # (and then no work)
+                    call = work(TaskHandle(self, task_id, nursery))
+                    del work  # (what the call needs, its coroutine holds)
+                    result = await call
+                    if self.check is not None:
+                        self.check(result)
             except BaseException as exc:
                 error = protocol_error(exc, f"task {task_id}", log=logger)
                 await trio.lowlevel.checkpoint()
@@ -404,7 +433,7 @@ class TaskRunner:
                     outcome = Failed(InternalError(message).to_error())
                 else:
                     outcome = Completed(dict(result))
-            if live.scope.cancel_called:  # a client's cancel is honoured, whatever came after
+            if live.cancelled:  # a client's cancel is honoured, whatever came after
                 outcome = CancelRequested()
             elif live.expired:
                 outcome = Expired()
@@ -419,23 +448,15 @@ class TaskRunner:
             if span is not None:
                 self._end_span(span, live.written, outcome)
 
-    def _around(
-        self, span: SpanHandle | None, scope: trio.CancelScope
-    ) -> AbstractContextManager[object]:
-        """What a task's work runs in: its cancel scope, and around it, entered here, what
-        this run needs of a task: on a shared backend the backend's ``attention``, with
-        tracing its span made current. Most tasks need neither: the scope alone, so that a
-        parked task holds no more than the scope's exit for them."""
+    def _task_nursery(self, span: SpanHandle | None) -> AbstractAsyncContextManager[trio.Nursery]:
+        """The task's nursery, to open; around it, what this run needs of a task: on a
+        shared backend the backend's ``attention``, with tracing its span made current.
+        Most tasks need neither: the nursery alone, so that a parked task holds nothing
+        more for them."""
         if span is None and not self._shared:
-            return scope
-        with ExitStack() as stack:
-            if self._shared:
-                assert self.backend is not None
-                stack.enter_context(self.backend.attention())
-            if span is not None:
-                stack.enter_context(span.current())
-            stack.enter_context(scope)
-            return stack.pop_all()
+            return trio.open_nursery()
+        attention = self.backend.attention() if self._shared and self.backend else None
+        return _around(attention, span)
 
     def _span(self, record: TaskRecord) -> SpanHandle | None:
         """The task's span, from creation to its terminal state: a child of the creating
@@ -616,7 +637,7 @@ class TaskRunner:
         raise ServiceUnavailable("The task store did not answer in time; retry")
 
     async def cancel(self, task_id: str) -> None:
-        """``tasks/cancel``: cancel the task's scope if it runs here, wait (bounded) for its
+        """``tasks/cancel``: cancel the task if it runs here (its scope), wait (bounded) for its
         cleanup, then make sure ``cancelled`` is recorded.
 
         The runner records ``cancelled`` itself once the task's scope has exited, also when
@@ -631,7 +652,7 @@ class TaskRunner:
         """
         live = self._live.get(task_id)
         if live is not None:
-            live.scope.cancel()
+            live.cancel()
             if live.done is None:
                 live.done = trio.Event()
             with trio.move_on_after(CANCEL_WAIT_SECONDS):
