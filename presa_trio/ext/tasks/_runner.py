@@ -68,6 +68,9 @@ _STOPPED = Stopped()  # what stands for a task whose runner is cancelled
 #: Each task's trio name, the one trio would give it, one string for all (trio would make one
 #: for each task, which a parked task would keep).
 _TASK_NAME = f"{__name__}.TaskRunner._run"
+#: How a task ends whose work was cancelled in its nursery, but by neither a client nor the
+#: TTL (the work cancelled its own nursery).
+_WORK_CANCELLED = Failed(InternalError("Task work was cancelled before it finished").to_error())
 #: What a record the store may have kept from a creation that timed out is failed with.
 _NOT_STARTED = Failed(InternalError("The server could not start this task").to_error())
 
@@ -192,6 +195,13 @@ def _missing(
     if not answered and type(requests) is dict:
         return requests
     return {key: request for key, request in requests.items() if key not in answered}
+
+
+def _release(parked: dict[str, trio.MemorySendChannel[tuple[str, Any]]]) -> None:
+    """Close every channel still parked (a task that ends), and forget them."""
+    for send in parked.values():
+        send.close()
+    parked.clear()
 
 
 def _answered(requests: Mapping[str, Any], answered: Mapping[str, Any]) -> dict[str, Any]:
@@ -427,20 +437,15 @@ class TaskRunner:
                 await trio.lowlevel.checkpoint()
                 outcome = Failed(error.to_error())
             else:
-                if result is None:  # a scope caught a cancellation: tasks/cancel or the TTL
-                    # (told below), or the work cancelled its own nursery
-                    message = "Task work was cancelled before it finished"
-                    outcome = Failed(InternalError(message).to_error())
-                else:
-                    outcome = Completed(dict(result))
+                # None: the scope caught a cancellation (tasks/cancel or the TTL, told below),
+                # or the work cancelled its own nursery
+                outcome = _WORK_CANCELLED if result is None else Completed(dict(result))
             if live.cancelled:  # a client's cancel is honoured, whatever came after
                 outcome = CancelRequested()
             elif live.expired:
                 outcome = Expired()
         finally:
-            for send in live.parked.values():  # release any channel still parked
-                send.close()
-            live.parked.clear()
+            _release(live.parked)
             await self._settle_within_bound(task_id, outcome)
             del self._live[task_id]
             if live.done is not None:
