@@ -99,8 +99,8 @@ class ServerView:
 def _split(
     requests: InputRequests, responses: Mapping[str, Any]
 ) -> tuple[dict[str, Any], dict[str, Mapping[str, Any]]]:
-    """The answers ``responses`` has for ``requests``, and the requests they leave (out of
-    the round's frame: comprehensions there would give it cells)."""
+    """The answers ``responses`` has for ``requests``, and the requests they leave. (Out of
+    ``Context.input``: its comprehensions would give it cells, which a parked task holds.)"""
     found = {k: responses[k] for k in requests if k in responses}
     return found, {k: v for k, v in requests.items() if k not in found}
 
@@ -337,9 +337,9 @@ class Context:
         """True when this request's client declared what ``request`` needs (wire §10.5)."""
         return can_ask(self.meta.client_capabilities, request)
 
-    def input(
+    async def input(
         self, requests: InputRequests, *, state: Mapping[str, Any] | None = None
-    ) -> Awaitable[dict[str, Any]]:
+    ) -> dict[str, Any]:
         """The client's answers to ``requests``, however this handler is running.
 
         In an ordinary request, answers the retry brought are returned (each checked against
@@ -349,27 +349,20 @@ class Context:
         capability for raises -32021 instead; check ``can_ask`` first to degrade gracefully.
 
         When the handler runs as a task, the task parks here until ``tasks/update`` delivers
-        the answers. Either way, write ``answers = await ctx.input({...})``: this returns
-        the asking's coroutine to await (a task's parked wait itself, so that a parked task
-        holds no frame of this method).
+        the answers. Either way, write ``answers = await ctx.input({...})``.
 
         Ending a round raises ``InputRequired``, a ``BaseException``: an ``except Exception``
         in your tool does not catch it, so never wrap this call in ``except BaseException``.
         """
-        provide = self._provide
-        if provide is None:  # an ordinary request: the retry's answers, or the end of a round
-            return self._round(requests, state)
-        # A task asks through tasks/get, but the rule is the same: never ask a client for
-        # what it did not declare (wire §10.5). The task fails with -32021 inlined.
-        check_askable(self.meta.client_capabilities, requests)
-        if state is None:
-            return provide(self, requests)
-        return self._provided(provide, requests, state)
-
-    async def _round(
-        self, requests: InputRequests, state: Mapping[str, Any] | None
-    ) -> dict[str, Any]:
-        """``input`` in an ordinary request (an MRTR round, wire §10)."""
+        if self._provide is not None:
+            # A task asks through tasks/get, but the rule is the same: never ask a client
+            # for what it did not declare (wire §10.5). The task fails with -32021 inlined.
+            check_askable(self.meta.client_capabilities, requests)
+            answers = await self._provide(self, requests)
+            if state is not None:  # what a retry would have brought back, verified
+                self.state = state
+            return answers
+        # An ordinary request: the retry's answers, or the end of this round.
         await trio.lowlevel.checkpoint()
         found, missing = _split(requests, self.input_responses)
         check_responses(self._server.schemas, requests, found)
@@ -377,15 +370,6 @@ class Context:
             check_askable(self.meta.client_capabilities, missing)
             raise InputRequired(missing, state)
         return found
-
-    async def _provided(
-        self, provide: InputProvider, requests: InputRequests, state: Mapping[str, Any]
-    ) -> dict[str, Any]:
-        """``input`` answered by ``provide``, with the ``state`` a retry would have brought
-        back (verified): it is ``ctx.state`` once the answers are in."""
-        answers = await provide(self, requests)
-        self.state = state
-        return answers
 
     def respond_through(self, responder: Responder) -> None:
         """Send this request's notifications through ``responder`` from now on (an

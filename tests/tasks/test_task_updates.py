@@ -100,8 +100,8 @@ async def test_a_parked_task_holds_no_frame_of_the_call_chain(
     nothing of the creating request's chain (dispatcher, handler) stays, and each link from
     the runner to the tool is one ``async def`` frame: the runner's one, the tool call (the
     task's work, the end of the tools/call chain and the handler's call each hand it their
-    callee's coroutine, with no frame between), the tool and the parked wait
-    (``Context.input`` hands back the wait's coroutine itself)."""
+    callee's coroutine, with no frame between), the tool, ``Context.input`` and the parked
+    wait."""
     client, _ext = env
     task_id = await create(client, "ask", {"keys": ["a"]})
     await trio.testing.wait_all_tasks_blocked()
@@ -111,6 +111,7 @@ async def test_a_parked_task_holds_no_frame_of_the_call_chain(
         "TaskRunner._run",
         "Tool.call",
         "build.<locals>.ask",
+        "Context.input",
         "_TaskInput.__call__",
     ]  # then trio's own, down to the channel's receive
     await client.request("tasks/cancel", {"taskId": task_id})
