@@ -171,11 +171,13 @@ class _TaskInput:
             await self._runner.commit(self._task_id, InputRequested(missing, keys))
             del keys
             asked = True
-            for _ in missing:
+            left = len(missing)  # (a count: an iterator over the keys would be held too)
+            while left:
                 key, answer = await receive.receive()
                 if found is None:
                     found = _answered(requests, live.answered)
                 found[key] = answer
+                left -= 1
         finally:
             receive.close()
             # What is still parked was not answered (an answer claims its key first)
