@@ -146,19 +146,7 @@ class Tool:
 
     async def call(self, ctx: Context, arguments: Mapping[str, Any]) -> dict[str, Any]:
         """Run the tool; a tool's own failure becomes ``isError: true`` (never a traceback)."""
-        try:
-            kwargs = self.bind(arguments)
-        except ArgumentError as exc:
-            await trio.lowlevel.checkpoint()
-            return error_result("Invalid arguments: " + "; ".join(exc.problems))
-        try:
-            call = self.signature.call(ctx, kwargs, thread=self.thread)
-            del kwargs  # the handler holds its arguments: this frame keeps none while it runs
-            value = await call
-        except ToolError as exc:
-            await trio.lowlevel.checkpoint()
-            return error_result(str(exc) or f"Tool {self.name} failed")
-        return self.result_of(value)
+        return await call_tool(ctx, self, arguments)
 
     def result_of(self, value: Any) -> dict[str, Any]:
         if isinstance(value, ToolResult):
@@ -183,6 +171,29 @@ class Tool:
             result["structuredContent"] = structured
             return result
         return structured_result(structured)
+
+
+async def call_tool(ctx: Context, tool: Tool, arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """Run ``tool`` (``Tool.call``): a tool's own failure becomes ``isError: true`` (never a
+    traceback). It is also the innermost link of the ``tools/call`` chain: an async handler
+    is awaited from this frame, so that a tool that waits (a parked task) holds no frame of
+    the chain's end, the tool call and the handler's call, but this one."""
+    try:
+        kwargs = tool.bind(arguments)
+    except ArgumentError as exc:
+        await trio.lowlevel.checkpoint()
+        return error_result("Invalid arguments: " + "; ".join(exc.problems))
+    try:
+        if tool.signature.is_async:
+            handler = tool.signature.fn(**tool.signature.with_context(ctx, kwargs))
+            del kwargs  # the handler holds its arguments: this frame keeps none while it runs
+            value = await handler
+        else:
+            value = await tool.signature.call(ctx, kwargs, thread=tool.thread)
+    except ToolError as exc:
+        await trio.lowlevel.checkpoint()
+        return error_result(str(exc) or f"Tool {tool.name} failed")
+    return tool.result_of(value)
 
 
 @dataclass(slots=True)

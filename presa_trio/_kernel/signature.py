@@ -12,7 +12,7 @@ from __future__ import annotations
 import inspect
 import types
 import typing
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, final
@@ -149,11 +149,17 @@ class Signature:
             found.append(argument)
         return found
 
-    def call(self, ctx: Context, kwargs: dict[str, Any], *, thread: bool) -> Awaitable[Any]:
-        """The handler's call with ``ctx`` and ``kwargs`` (from ``binder``; this adds to
-        them), for the caller to await at once: an async handler's own coroutine, so that
-        no frame of this one stays between the caller and the handler while it waits (a
-        parked task holds every frame of its chain).
+    def with_context(self, ctx: Context, kwargs: dict[str, Any]) -> dict[str, Any]:
+        """``kwargs`` (from ``binder``) with what this adds: the handler's ``Context``
+        argument (a mounted server's handler also gets its lifespan served)."""
+        if self.context_param is not None:
+            if self.mounted_from is not None:
+                serve_mounted(ctx, self.mounted_from)
+            kwargs[self.context_param] = ctx
+        return kwargs
+
+    async def call(self, ctx: Context, kwargs: dict[str, Any], *, thread: bool) -> Any:
+        """Call the handler with ``ctx`` and ``kwargs`` (from ``binder``; this adds to them).
 
         A sync handler runs in a worker thread when ``thread`` is true, bounded by the run's
         threads and by its principal's share of them (``Runtime.threads``), so it cannot
@@ -161,14 +167,11 @@ class Signature:
         once, the function runs to its end on its own, its result is discarded, and it keeps
         its place in both bounds until it returns.
         """
-        if self.context_param is not None:
-            if self.mounted_from is not None:
-                serve_mounted(ctx, self.mounted_from)
-            kwargs[self.context_param] = ctx
+        kwargs = self.with_context(ctx, kwargs)
         if self.is_async:
-            return self.fn(**kwargs)  # type: ignore[no-any-return]
+            return await self.fn(**kwargs)
         limiter = thread_limiter(ctx, thread)
-        return call_sync(self.fn, (), kwargs, thread=thread, limiter=limiter)
+        return await call_sync(self.fn, (), kwargs, thread=thread, limiter=limiter)
 
 
 def thread_limiter(ctx: Context, thread: bool) -> trio.CapacityLimiter:

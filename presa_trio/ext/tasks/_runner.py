@@ -20,14 +20,14 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from contextlib import (
     AbstractAsyncContextManager,
     AbstractContextManager,
     ExitStack,
     asynccontextmanager,
 )
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any, NoReturn, final
 
@@ -54,6 +54,9 @@ from ._store import InstantStore, TaskLimits, TaskStore
 logger = logging.getLogger("presa_trio.tasks")
 
 Work = Callable[["TaskHandle"], Awaitable[Mapping[str, Any]]]
+_Send = trio.MemorySendChannel[tuple[str, Any]]  # where an answer goes, with its key
+#: Work that needs no handle (a tool call: the tool reaches its task through its context).
+Call = Callable[[], Awaitable[Mapping[str, Any]]]
 Publish = Callable[[TaskRecord], None]
 Provider = Callable[[Any, Mapping[str, Mapping[str, Any]]], Awaitable[dict[str, Any]]]
 
@@ -94,7 +97,8 @@ class _Live:
     written: TaskRecord
     nursery: trio.Nursery | None = None
     cancelled: bool = False
-    parked: dict[str, trio.MemorySendChannel[tuple[str, Any]]] = field(default_factory=dict)
+    # (key, channel) of each question parked: a tuple (a dict would be 184 B at its least)
+    parked: tuple[tuple[str, _Send], ...] = ()
     done: trio.Event | None = None
 
     @property
@@ -103,6 +107,24 @@ class _Live:
         client's cancel is ``cancelled``)."""
         caught = self.nursery is not None and self.nursery.cancel_scope.cancelled_caught
         return caught and trio.current_time() >= self.deadline
+
+    def park(self, keys: Iterable[str], send: _Send) -> None:
+        """The questions ``keys`` wait on ``send`` (their round's channel)."""
+        self.parked += tuple([(key, send) for key in keys])
+
+    def claim(self, keys: Iterable[str]) -> dict[str, _Send]:
+        """Take the channels of those of ``keys`` that are parked: a key is claimed once."""
+        wanted = set(keys)
+        claimed = {key: send for key, send in self.parked if key in wanted}
+        if claimed:
+            self.parked = tuple([pair for pair in self.parked if pair[0] not in claimed])
+        return claimed
+
+    def release(self) -> None:
+        """Close every channel still parked (the task ends), and forget them."""
+        for _, send in self.parked:
+            send.close()
+        self.parked = ()
 
     def cancel(self) -> None:
         """A client's ``tasks/cancel``: the task's scope is cancelled now if the task runs,
@@ -161,8 +183,7 @@ class _TaskInput:
         # key, and room for all of them. What the wait holds is made when it needs it: the
         # answers' dict with the first answer.
         send, receive = trio.open_memory_channel[tuple[str, Any]](len(missing))
-        for key in missing:
-            live.parked[key] = send
+        live.park(missing, send)
         del send  # (the parked keys hold it)
         asked = False
         found: dict[str, Any] | None = None
@@ -181,7 +202,7 @@ class _TaskInput:
         finally:
             receive.close()
             # What is still parked was not answered (an answer claims its key first)
-            unanswered = _unclaimed(live.parked, missing)
+            unanswered = frozenset(live.claim(missing))
             if asked and unanswered and live.nursery is not None:
                 live.nursery.start_soon(self._runner._withdraw, self._task_id, unanswered)
         assert found is not None  # (missing is not empty: one answer at least)
@@ -199,23 +220,9 @@ def _missing(
     return {key: request for key, request in requests.items() if key not in answered}
 
 
-def _release(parked: dict[str, trio.MemorySendChannel[tuple[str, Any]]]) -> None:
-    """Close every channel still parked (a task that ends), and forget them."""
-    for send in parked.values():
-        send.close()
-    parked.clear()
-
-
 def _answered(requests: Mapping[str, Any], answered: Mapping[str, Any]) -> dict[str, Any]:
     """The answers to ``requests`` that the creating request already carried."""
     return {key: answered[key] for key in requests if key in answered}
-
-
-def _unclaimed(
-    parked: dict[str, trio.MemorySendChannel[tuple[str, Any]]], keys: Mapping[str, Any]
-) -> frozenset[str]:
-    """Release the keys of a round that ends: those no answer claimed (empty if none)."""
-    return frozenset([key for key in keys if parked.pop(key, None) is not None])
 
 
 @asynccontextmanager
@@ -325,11 +332,16 @@ class TaskRunner:
     async def launch(
         self,
         record: TaskRecord,
-        work: Work,
+        work: Work | Call,
         limits: TaskLimits,
         answered: Mapping[str, Any] | None = None,
+        *,
+        handle: bool = True,
     ) -> None:
         """Store ``record`` and start ``work`` for it, or raise and store nothing.
+
+        ``work`` is given the task's ``TaskHandle``; with ``handle=False`` it is called with
+        nothing (``Call``), and no handle is made.
 
         The task is registered (``_Live``) before the record is stored: a ``tasks/cancel``
         that finds the record finds the task. Once the store has it, the
@@ -360,7 +372,7 @@ class TaskRunner:
             except BaseException:
                 del self._live[record.task_id]
                 raise
-            if not self._spawn(nursery, record.task_id, work, live):
+            if not self._spawn(nursery, record.task_id, work, live, handle):
                 await self._not_started(record.task_id)
             return
         with trio.CancelScope(shield=True):
@@ -384,14 +396,16 @@ class TaskRunner:
                 del self._live[record.task_id]
                 self._unsettled[record.task_id] = _NOT_STARTED
                 raise ServiceUnavailable("The task store did not answer in time; retry")
-            if not self._spawn(nursery, record.task_id, work, live):
+            if not self._spawn(nursery, record.task_id, work, live, handle):
                 await self._not_started(record.task_id)
 
-    def _spawn(self, nursery: trio.Nursery, task_id: str, work: Work, live: _Live) -> bool:
+    def _spawn(
+        self, nursery: trio.Nursery, task_id: str, work: Work | Call, live: _Live, handle: bool
+    ) -> bool:
         """Start the stored task's work in the runner nursery; False if the runner closed
         while the record was stored (the run ends: nothing started)."""
         try:
-            nursery.start_soon(self._run, task_id, work, live, name=_TASK_NAME)
+            nursery.start_soon(self._run, task_id, work, live, handle, name=_TASK_NAME)
         except RuntimeError:
             del self._live[task_id]
             return False
@@ -403,7 +417,13 @@ class TaskRunner:
         await self._settle_within_bound(task_id, Stopped())
         raise ServiceUnavailable("Server is shutting down; no new tasks are accepted")
 
-    async def _run(self, task_id: str, work: Work, live: _Live) -> None:
+    async def _run(
+        self,
+        task_id: str,
+        work: Callable[..., Awaitable[Mapping[str, Any]]],
+        live: _Live,
+        handle: bool,
+    ) -> None:
         """Run the task to its end and record how it ended. Its record is in ``live`` (the
         one written last): a parked task keeps no other copy.
 
@@ -429,7 +449,7 @@ class TaskRunner:
                     if live.cancelled or trio.current_time() >= live.deadline:
                         nursery.cancel_scope.cancel()  # cancelled or expired before it ran
                     await trio.lowlevel.checkpoint_if_cancelled()  # (and then no work)
-                    call = work(TaskHandle(self, task_id, nursery))
+                    call = work(TaskHandle(self, task_id, nursery)) if handle else work()
                     del work  # (what the call needs, its coroutine holds)
                     result = await call
                     if self.check is not None:
@@ -447,7 +467,7 @@ class TaskRunner:
             elif live.expired:
                 outcome = Expired()
         finally:
-            _release(live.parked)
+            live.release()
             await self._settle_within_bound(task_id, outcome)
             del self._live[task_id]
             if live.done is not None:
@@ -623,15 +643,13 @@ class TaskRunner:
             # Claim the channels now, with no checkpoint between the check and the claim: of
             # several updates answering one key, exactly one delivers; the others learn that
             # their answer was not used (it is ignored).
-            claimed = {
-                k: live.parked.pop(k) for k in responses if k in pending and k in live.parked
-            }
+            claimed = live.claim([k for k in responses if k in pending])
             if not claimed:
                 return frozenset()
             try:
                 await self.commit(task_id, InputsAccepted(frozenset(claimed)))
             except BaseException:
-                live.parked.update(claimed)  # not accepted: the task still waits for them
+                live.parked += tuple(claimed.items())  # not accepted: still waited for
                 raise
             delivered = set()
             for key, send in claimed.items():
