@@ -256,19 +256,18 @@ def owner(frame: Any) -> str:
     return "harness"
 
 
-TRIO_ALONE = "trio alone: spawn, scope, nursery, deadline"
+TRIO_ALONE = "trio alone: spawn, nursery, deadline"
 
 
-async def _shape(scope: trio.CancelScope) -> None:
-    """The runner's trio shape for a task, with no presa code: the task's cancel scope
-    (made before it is spawned), a nursery inside it, the TTL its deadline."""
-    with scope:
-        async with trio.open_nursery() as nursery:
-            nursery.cancel_scope.deadline = trio.current_time() + 3600
+async def _shape() -> None:
+    """The runner's trio shape for a task, with no presa code: a nursery of its own, the TTL
+    its cancel scope's deadline (``tasks/cancel`` cancels that scope)."""
+    async with trio.open_nursery() as nursery:
+        nursery.cancel_scope.deadline = trio.current_time() + 3600
 
 
 async def spawn_shape(nursery: trio.Nursery) -> None:
-    nursery.start_soon(_shape, trio.CancelScope())
+    nursery.start_soon(_shape)
     await trio.lowlevel.checkpoint()  # one scheduler pass, as a tool that awaits once
 
 
@@ -329,21 +328,20 @@ Tool = Callable[[trio.MemoryReceiveChannel[Any]], Awaitable[Any]]
 
 async def _parked_bytes(count: int, tool: Tool) -> float:
     """Bytes/task of ``count`` tasks in the runner's trio shape (``TaskRunner.launch`` and
-    ``_attempt``): a spawned task, its cancel scope, its nursery inside (the TTL that
-    nursery's deadline), one channel, and ``tool`` parked on it."""
+    ``_run``): a spawned task, its nursery (the TTL that nursery's deadline), one channel,
+    and ``tool`` parked on it."""
 
-    async def task(scope: trio.CancelScope) -> None:
+    async def task() -> None:
         _send, receive = trio.open_memory_channel[Any](1)  # _send stays alive in this frame
-        with scope:
-            async with trio.open_nursery() as nursery:
-                nursery.cancel_scope.deadline = trio.current_time() + 3600
-                await tool(receive)
+        async with trio.open_nursery() as nursery:
+            nursery.cancel_scope.deadline = trio.current_time() + 3600
+            await tool(receive)
 
     async with trio.open_nursery() as nursery:
         gc.collect()
         tracemalloc.start()
         for _ in range(count):
-            nursery.start_soon(task, trio.CancelScope())
+            nursery.start_soon(task)
         await trio.testing.wait_all_tasks_blocked()
         gc.collect()
         size = tracemalloc.get_traced_memory()[0] / count

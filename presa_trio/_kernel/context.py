@@ -96,6 +96,15 @@ class ServerView:
     logging: bool = False
 
 
+def _split(
+    requests: InputRequests, responses: Mapping[str, Any]
+) -> tuple[dict[str, Any], dict[str, Mapping[str, Any]]]:
+    """The answers ``responses`` has for ``requests``, and the requests they leave. (Out of
+    ``Context.input``: its comprehensions would give it cells, which a parked task holds.)"""
+    found = {k: responses[k] for k in requests if k in responses}
+    return found, {k: v for k, v in requests.items() if k not in found}
+
+
 @final
 class Context:
     """Everything a tool, resource or prompt handler may know about its request.
@@ -345,20 +354,24 @@ class Context:
         Ending a round raises ``InputRequired``, a ``BaseException``: an ``except Exception``
         in your tool does not catch it, so never wrap this call in ``except BaseException``.
         """
-        if self._provide is not None:
-            # A task asks through tasks/get, but the rule is the same: never ask a client
-            # for what it did not declare (wire §10.5). The task fails with -32021 inlined.
-            check_askable(self.meta.client_capabilities, requests)
-            answers = await self._provide(self, requests)
-            if state is not None:  # what a retry would have brought back, verified
-                self.state = state
-            return answers
-        # An ordinary request: the retry's answers, or the end of this round.
+        if self._provide is None:  # an ordinary request: the retry's answers, or the end
+            return await self._round(requests, state)  # of this round
+        # A task asks through tasks/get, but the rule is the same: never ask a client for
+        # what it did not declare (wire §10.5). The task fails with -32021 inlined.
+        check_askable(self.meta.client_capabilities, requests)
+        answers = await self._provide(self, requests)
+        if state is not None:  # what a retry would have brought back, verified
+            self.state = state
+        return answers
+
+    async def _round(
+        self, requests: InputRequests, state: Mapping[str, Any] | None
+    ) -> dict[str, Any]:
+        """``input`` in an ordinary request (an MRTR round, wire §10); out of ``input``'s
+        frame, which a parked task holds, so that frame keeps only what a task needs."""
         await trio.lowlevel.checkpoint()
-        responses = self.input_responses
-        found = {k: responses[k] for k in requests if k in responses}
+        found, missing = _split(requests, self.input_responses)
         check_responses(self._server.schemas, requests, found)
-        missing = {k: v for k, v in requests.items() if k not in found}
         if missing:
             check_askable(self.meta.client_capabilities, missing)
             raise InputRequired(missing, state)

@@ -22,7 +22,7 @@ from ..errors import InvalidParams, ResourceNotFound
 from .context import Context
 from .extension_hooks import CallNext, Extension
 from .listen import listen
-from .registry import Tool
+from .registry import Tool, call_tool
 from .routes import Route
 from .settings import Served
 from .tracing import Tracing
@@ -76,17 +76,12 @@ async def list_tools(served: Served, ctx: Context, params: dict[str, Any]) -> di
     return _listing(served, "tools", served.registry.listing("tools"), params.get("cursor"))
 
 
-async def _call(ctx: Context, tool: Tool, arguments: Mapping[str, Any]) -> dict[str, Any]:
-    """The innermost link of the chain: the tool itself."""
-    return await tool.call(ctx, arguments)
-
-
 async def _traced_call(
     tracing: Tracing, ctx: Context, tool: Tool, arguments: Mapping[str, Any]
 ) -> dict[str, Any]:
-    """``_call`` in a span of its own: the tool's run, wherever it happens (in a task too)."""
+    """``call_tool`` in a span of its own: the tool's run, wherever it happens (in a task too)."""
     with tracing.tool(tool.name) as span:
-        result = await tool.call(ctx, arguments)
+        result = await call_tool(ctx, tool, arguments)
         span.answered(result)
         return result
 
@@ -114,7 +109,7 @@ class ToolCalls:
 
     def __init__(self, served: Served) -> None:
         self._served = served
-        self._chain: CallNext = _call
+        self._chain: CallNext = call_tool  # the innermost link: the tool itself
         self._links = -1  # the number of extensions ``_chain`` was built with
 
     def chain(self) -> CallNext:
@@ -122,7 +117,7 @@ class ToolCalls:
         extensions = self._served.extensions
         if self._links != len(extensions):
             tracing = self._served.settings.tracing
-            chain: CallNext = _call if tracing is None else partial(_traced_call, tracing)
+            chain: CallNext = call_tool if tracing is None else partial(_traced_call, tracing)
             for extension in reversed(extensions):
                 chain = _through(extension, chain)
             self._chain, self._links = chain, len(extensions)
@@ -135,7 +130,9 @@ class ToolCalls:
             raise InvalidParams(f"Unknown tool: {name}")
         if tool.scopes:  # before anything else about the call is looked at (or a task made)
             ctx.require_scopes(*tool.scopes)
-        arguments: dict[str, Any] = params.get("arguments") or {}
+        arguments: dict[str, Any] = params.get("arguments")  # type: ignore[assignment]
+        if not arguments and type(arguments) is not dict:  # absent (an empty one is kept:
+            arguments = {}  # a task holds what its call was given for its whole life)
         if ctx.headers is not None and tool.header_params:
             check_params(ctx.headers, tool.header_params, arguments)
         return await self.chain()(ctx, tool, arguments)

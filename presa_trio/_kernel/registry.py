@@ -158,20 +158,7 @@ class Tool:
         """Run the tool; a tool's own failure becomes ``isError: true`` (never a traceback).
 
         ``arguments`` bound already (``bound``) are not bound again."""
-        try:
-            if type(arguments) is BoundArguments:
-                kwargs = arguments.take(self)
-            else:
-                kwargs = self.bind(arguments)
-        except ArgumentError as exc:
-            await trio.lowlevel.checkpoint()
-            return error_result("Invalid arguments: " + "; ".join(exc.problems))
-        try:
-            value = await self.signature.call(ctx, kwargs, thread=self.thread)
-        except ToolError as exc:
-            await trio.lowlevel.checkpoint()
-            return error_result(str(exc) or f"Tool {self.name} failed")
-        return self.result_of(value)
+        return await call_tool(ctx, self, arguments)
 
     def result_of(self, value: Any) -> dict[str, Any]:
         if isinstance(value, ToolResult):
@@ -224,6 +211,33 @@ class BoundArguments(dict[str, Any]):
             return tool.bind(self)
         self._kwargs = None
         return kwargs
+
+
+async def call_tool(ctx: Context, tool: Tool, arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """Run ``tool`` (``Tool.call``): a tool's own failure becomes ``isError: true`` (never a
+    traceback). It is also the innermost link of the ``tools/call`` chain: an async handler
+    is awaited from this frame, so that a tool that waits (a parked task) holds no frame of
+    the chain's end, the tool call and the handler's call, but this one."""
+    try:
+        # arguments bound once already (``Tool.bound``) are not bound again
+        if isinstance(arguments, BoundArguments):
+            kwargs = arguments.take(tool)
+        else:
+            kwargs = tool.bind(arguments)
+    except ArgumentError as exc:
+        await trio.lowlevel.checkpoint()
+        return error_result("Invalid arguments: " + "; ".join(exc.problems))
+    try:
+        if tool.signature.is_async:
+            handler = tool.signature.fn(**tool.signature.with_context(ctx, kwargs))
+            del kwargs  # the handler holds its arguments: this frame keeps none while it runs
+            value = await handler
+        else:
+            value = await tool.signature.call(ctx, kwargs, thread=tool.thread)
+    except ToolError as exc:
+        await trio.lowlevel.checkpoint()
+        return error_result(str(exc) or f"Tool {tool.name} failed")
+    return tool.result_of(value)
 
 
 @dataclass(slots=True)

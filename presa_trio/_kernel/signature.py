@@ -149,6 +149,15 @@ class Signature:
             found.append(argument)
         return found
 
+    def with_context(self, ctx: Context, kwargs: dict[str, Any]) -> dict[str, Any]:
+        """``kwargs`` (from ``binder``) with what this adds: the handler's ``Context``
+        argument (a mounted server's handler also gets its lifespan served)."""
+        if self.context_param is not None:
+            if self.mounted_from is not None:
+                serve_mounted(ctx, self.mounted_from)
+            kwargs[self.context_param] = ctx
+        return kwargs
+
     async def call(self, ctx: Context, kwargs: dict[str, Any], *, thread: bool) -> Any:
         """Call the handler with ``ctx`` and ``kwargs`` (from ``binder``; this adds to them).
 
@@ -158,10 +167,7 @@ class Signature:
         once, the function runs to its end on its own, its result is discarded, and it keeps
         its place in both bounds until it returns.
         """
-        if self.context_param is not None:
-            if self.mounted_from is not None:
-                serve_mounted(ctx, self.mounted_from)
-            kwargs[self.context_param] = ctx
+        kwargs = self.with_context(ctx, kwargs)
         if self.is_async:
             return await self.fn(**kwargs)
         limiter = thread_limiter(ctx, thread)

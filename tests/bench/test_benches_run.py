@@ -36,7 +36,7 @@ def run(*args: str) -> str:
             r"folded \(trio's shape, the question, a record; no presa\):\s+[\d,]+ B/task\n"
             r"   three questions in one ctx.input \(200 tasks\):\s+[\d,]+ B/task(.|\n)*"
             r"task creation .*\d\.\d\dx(.|\n)*"
-            r"trio alone: spawn, scope, nursery, deadline .*\d\.\d\dx\s"
+            r"trio alone: spawn, nursery, deadline .*\d\.\d\dx\s"
             r"(.|\n)*a creation can be at most \d\.\d\dx a plain call",
         ),
         (

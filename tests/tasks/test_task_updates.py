@@ -98,9 +98,9 @@ async def test_a_parked_task_holds_no_frame_of_the_call_chain(
 ) -> None:
     """Each suspended frame is a few hundred bytes a parked task holds for its whole wait:
     nothing of the creating request's chain (dispatcher, handler) stays, and each link from
-    the runner to the tool is one ``async def`` frame: the runner's two, the task's work,
-    the end of the tools/call chain, the tool call, the handler's call, the tool,
-    ``Context.input`` and the parked wait."""
+    the runner to the tool is one ``async def`` frame: the runner's one (the task's work is
+    the tools/call chain itself, with no handle), ``call_tool`` (the chain's end, which
+    awaits the handler itself), the tool, ``Context.input`` and the parked wait."""
     client, _ext = env
     task_id = await create(client, "ask", {"keys": ["a"]})
     await trio.testing.wait_all_tasks_blocked()
@@ -108,11 +108,7 @@ async def test_a_parked_task_holds_no_frame_of_the_call_chain(
     frames = _frames(task.coro)
     assert frames[: frames.index("_TaskInput.__call__") + 1] == [
         "TaskRunner._run",
-        "TaskRunner._attempt",
-        "_ToolCall.__call__",
-        "_call",
-        "Tool.call",
-        "Signature.call",
+        "call_tool",
         "build.<locals>.ask",
         "Context.input",
         "_TaskInput.__call__",
@@ -164,7 +160,7 @@ async def test_one_round_of_questions_answered_in_parts(
     await trio.testing.wait_all_tasks_blocked()
     assert list((await get(client, task_id))["inputRequests"]) == ["a", "b", "c"]
     assert runner.parked_count() == 3
-    channels = {id(send) for send in runner._live[task_id].parked.values()}
+    channels = {id(send) for _, send in runner._live[task_id].parked}
     assert len(channels) == 1  # one channel for the round, not one per question
 
     def answer(value: str) -> dict[str, Any]:

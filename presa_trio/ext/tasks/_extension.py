@@ -14,6 +14,7 @@ import logging
 import secrets
 import time
 from collections.abc import Callable, Iterable, Mapping
+from functools import partial
 from typing import Any, Literal, final
 
 import trio
@@ -33,7 +34,7 @@ from ...extensions import (
 from . import _wire
 from ._forwarding import Forwarder
 from ._reapers import reap_expired, reap_orphans
-from ._runner import TaskHandle, TaskRunner
+from ._runner import TaskRunner
 from ._service import TaskChanges, TasksService, require_tool_scopes
 from ._session_wire import VERSIONS as SESSION_VERSIONS
 from ._sessions import SessionTasks
@@ -283,11 +284,15 @@ class TasksExtension(Extension[TasksService]):
         meta = run.metas.share(ctx.params.get("_meta"), ctx.meta)
         detached = ctx.detached(run.runner.provider(record.task_id), meta=meta)
         detached.extras["task_id"] = record.task_id
-        work = _ToolCall(call_next, detached, tool, bound)
+        # The tool call is the task's work, on its detached context (T§5.3), which keeps
+        # nothing of the creating request's responder, headers or stream alive: no handle
+        # (the tool reaches its task through its context), no frame between the runner and
+        # the call. The runner hands the result to ``_check_finished``.
+        work = partial(call_next, detached, tool, bound)
         # Only answers to a round the server issued (a verified requestState) seed the task:
         # the MRTR phase and the task phase keep separate state (SEP-2663 §6).
         answered = ctx.input_responses if ctx.state is not None else {}
-        await run.runner.launch(record, work, self.limits, answered)
+        await run.runner.launch(record, work, self.limits, answered, handle=False)
         return record
 
     # ------------------------------------------------------------------ tools/call
@@ -422,27 +427,6 @@ def default_store(backend: Backend) -> TaskStore:
     if isinstance(backend, SqlBacked):
         return SqlTaskStore(backend.db)
     return MemoryTaskStore()
-
-
-@final
-class _ToolCall:
-    """A task's work: the tool call on its detached context (T§5.3), which keeps nothing of
-    the creating request's responder, headers or stream alive. The runner hands the result
-    to ``TasksExtension._check_finished``."""
-
-    __slots__ = ("arguments", "call_next", "ctx", "tool")
-
-    def __init__(
-        self, call_next: CallNext, ctx: Context, tool: Tool, arguments: Mapping[str, Any]
-    ) -> None:
-        self.call_next = call_next
-        self.ctx = ctx
-        self.tool = tool
-        self.arguments = arguments
-
-    async def __call__(self, handle: TaskHandle) -> Mapping[str, Any]:
-        del handle  # the tool reaches its task through its context: a parked task keeps none
-        return await self.call_next(self.ctx, self.tool, self.arguments)
 
 
 def _check_result(result: Mapping[str, Any], limit: int) -> int:

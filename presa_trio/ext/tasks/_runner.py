@@ -1,11 +1,13 @@
 """The task runner: the life of the tasks this worker runs (SEP-2663 §5), from launch to
 the record of how each ended.
 
-One runner nursery, owned by the run's tasks service, holds every task. Each task has a
-cancel scope, made when it is launched and before its record is stored: ``tasks/cancel``
-cancels that scope, so a cancel that arrives before the task first runs stops it at its
-first checkpoint, and whatever the work does after (a late result, say) is recorded as
-``cancelled``. Inside the scope the task is a nursery whose deadline is its TTL. A tool that
+One runner nursery, owned by the run's tasks service, holds every task. Each task is a
+nursery of its own, whose cancel scope's deadline is the task's TTL; ``tasks/cancel``
+cancels that scope. The task's entry (``_Live``) is made when it is launched, before its
+record is stored: a ``tasks/cancel`` that arrives before the task first runs is noted there,
+and the task cancels its scope as it starts, so its work stops at its first checkpoint;
+whatever the work does after a cancel (a late result, say) is recorded as ``cancelled``. A
+tool that
 needs input parks on a memory channel, one for each round of questions; ``tasks/update``
 delivers each answer into it with its key. Every task runs behind an error boundary:
 nothing a tool does, and no store failure, reaches the runner nursery or another task.
@@ -18,8 +20,14 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from contextlib import (
+    AbstractAsyncContextManager,
+    AbstractContextManager,
+    ExitStack,
+    asynccontextmanager,
+)
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any, NoReturn, final
 
@@ -46,6 +54,9 @@ from ._store import InstantStore, TaskLimits, TaskStore
 logger = logging.getLogger("presa_trio.tasks")
 
 Work = Callable[["TaskHandle"], Awaitable[Mapping[str, Any]]]
+_Send = trio.MemorySendChannel[tuple[str, Any]]  # where an answer goes, with its key
+#: Work that needs no handle (a tool call: the tool reaches its task through its context).
+Call = Callable[[], Awaitable[Mapping[str, Any]]]
 Publish = Callable[[TaskRecord], None]
 Provider = Callable[[Any, Mapping[str, Mapping[str, Any]]], Awaitable[dict[str, Any]]]
 
@@ -57,6 +68,12 @@ SHARED_KEYS_MAX = 8  # the largest set of asked keys the tasks of a run share ..
 SHARED_KEY_SETS = 256  # ... and how many such sets (past it the oldest is forgotten)
 _NO_ANSWERS: Mapping[str, Any] = MappingProxyType({})  # what most tasks start with
 _STOPPED = Stopped()  # what stands for a task whose runner is cancelled
+#: Each task's trio name, the one trio would give it, one string for all (trio would make one
+#: for each task, which a parked task would keep).
+_TASK_NAME = f"{__name__}.TaskRunner._run"
+#: How a task ends whose work was cancelled in its nursery, but by neither a client nor the
+#: TTL (the work cancelled its own nursery).
+_WORK_CANCELLED = Failed(InternalError("Task work was cancelled before it finished").to_error())
 #: What a record the store may have kept from a creation that timed out is failed with.
 _NOT_STARTED = Failed(InternalError("The server could not start this task").to_error())
 
@@ -65,11 +82,11 @@ _NOT_STARTED = Failed(InternalError("The server could not start this task").to_e
 class _Live:
     """The trio side of one task; never stored. It exists before the task's record does.
 
-    ``scope`` is the task's cancel scope, made at launch: ``tasks/cancel`` cancels it (at
-    once if the task runs, at its first checkpoint if it has not run yet), and nothing else
-    does, so a cancelled scope is a client's cancel. ``nursery`` is the task's nursery once
-    the task runs (None until then), inside the scope; its deadline is the TTL, so an expiry
-    cancels the nursery, never the scope. ``done`` is made by the first ``tasks/cancel`` that
+    ``nursery`` is the task's nursery once the task runs (None until then); its cancel
+    scope's deadline is the TTL, and ``tasks/cancel`` cancels that scope (``cancel``: at once
+    if the task runs, as it starts if it has not run yet). ``cancelled`` says a client asked,
+    and nothing else sets it: how a cancelled task is told from an expired one (or from work
+    that cancelled its own nursery). ``done`` is made by the first ``tasks/cancel`` that
     waits for the task's end: most tasks never need one. ``written`` is the record as this
     runner last stored it, where ``commit`` starts from: the one copy of it a running task
     keeps.
@@ -78,16 +95,43 @@ class _Live:
     answered: Mapping[str, Any]  # answers the creating request already carried (T§6.2)
     deadline: float  # the TTL, on trio's clock
     written: TaskRecord
-    scope: trio.CancelScope
     nursery: trio.Nursery | None = None
-    parked: dict[str, trio.MemorySendChannel[tuple[str, Any]]] = field(default_factory=dict)
+    cancelled: bool = False
+    # (key, channel) of each question parked: a tuple (a dict would be 184 B at its least)
+    parked: tuple[tuple[str, _Send], ...] = ()
     done: trio.Event | None = None
 
     @property
     def expired(self) -> bool:
-        """The TTL ended the task (its nursery also cancels itself when a child fails)."""
+        """The TTL ended the task (its nursery also cancels itself when a child fails, and a
+        client's cancel is ``cancelled``)."""
         caught = self.nursery is not None and self.nursery.cancel_scope.cancelled_caught
         return caught and trio.current_time() >= self.deadline
+
+    def park(self, keys: Iterable[str], send: _Send) -> None:
+        """The questions ``keys`` wait on ``send`` (their round's channel)."""
+        self.parked += tuple([(key, send) for key in keys])
+
+    def claim(self, keys: Iterable[str]) -> dict[str, _Send]:
+        """Take the channels of those of ``keys`` that are parked: a key is claimed once."""
+        wanted = set(keys)
+        claimed = {key: send for key, send in self.parked if key in wanted}
+        if claimed:
+            self.parked = tuple([pair for pair in self.parked if pair[0] not in claimed])
+        return claimed
+
+    def release(self) -> None:
+        """Close every channel still parked (the task ends), and forget them."""
+        for _, send in self.parked:
+            send.close()
+        self.parked = ()
+
+    def cancel(self) -> None:
+        """A client's ``tasks/cancel``: the task's scope is cancelled now if the task runs,
+        and as it starts if it has not run yet."""
+        self.cancelled = True
+        if self.nursery is not None:
+            self.nursery.cancel_scope.cancel()
 
 
 @final
@@ -130,38 +174,70 @@ class _TaskInput:
         the keys still unanswered: the record stops showing them, and an answer to them is
         ignored (SEP-2663 "superseded").
         """
-        runner, task_id = self._runner, self._task_id
-        live = runner._live[task_id]  # only the task's own work asks, while it runs
-        found: dict[str, Any] = {}
-        missing: dict[str, Mapping[str, Any]] = {}
-        for key, request in requests.items():
-            if key in live.answered:
-                found[key] = live.answered[key]
-            else:
-                missing[key] = request
+        live = self._runner._live[self._task_id]  # only the task's own work asks, while it runs
+        missing = _missing(requests, live.answered)
         if not missing:
             await trio.lowlevel.checkpoint()
-            return found
+            return _answered(requests, live.answered)
         # One channel for the round, whatever its number of keys: each answer comes with its
-        # key, and room for all of them.
+        # key, and room for all of them. What the wait holds is made when it needs it: the
+        # answers' dict with the first answer.
         send, receive = trio.open_memory_channel[tuple[str, Any]](len(missing))
-        for key in missing:
-            live.parked[key] = send
+        live.park(missing, send)
+        del send  # (the parked keys hold it)
         asked = False
-        with receive:
-            try:
-                keys = runner.shared_keys(frozenset(missing))
-                await runner.commit(task_id, InputRequested(missing, keys))
-                asked = True
-                for _ in missing:
-                    key, answer = await receive.receive()
-                    found[key] = answer
-            finally:
-                # What is still parked was not answered (an answer claims its key first)
-                unanswered = [key for key in missing if live.parked.pop(key, None) is not None]
-                if asked and unanswered and live.nursery is not None:
-                    live.nursery.start_soon(runner._withdraw, task_id, frozenset(unanswered))
+        found: dict[str, Any] | None = None
+        try:
+            keys = self._runner.shared_keys(frozenset(missing))
+            await self._runner.commit(self._task_id, InputRequested(missing, keys))
+            del keys
+            asked = True
+            left = len(missing)  # (a count: an iterator over the keys would be held too)
+            while left:
+                key, answer = await receive.receive()
+                if found is None:
+                    found = _answered(requests, live.answered)
+                found[key] = answer
+                left -= 1
+        finally:
+            receive.close()
+            # What is still parked was not answered (an answer claims its key first)
+            unanswered = frozenset(live.claim(missing))
+            if asked and unanswered and live.nursery is not None:
+                live.nursery.start_soon(self._runner._withdraw, self._task_id, unanswered)
+        assert found is not None  # (missing is not empty: one answer at least)
         return found
+
+
+def _missing(
+    requests: Mapping[str, Mapping[str, Any]], answered: Mapping[str, Any]
+) -> Mapping[str, Mapping[str, Any]]:
+    """The requests of a round that the creating request did not answer: most rounds ask
+    all theirs, and then the round keeps the tool's own dict, not a copy (the task's record
+    shows it until the round ends, and the tool waits for it meanwhile)."""
+    if not answered and type(requests) is dict:
+        return requests
+    return {key: request for key, request in requests.items() if key not in answered}
+
+
+def _answered(requests: Mapping[str, Any], answered: Mapping[str, Any]) -> dict[str, Any]:
+    """The answers to ``requests`` that the creating request already carried."""
+    return {key: answered[key] for key in requests if key in answered}
+
+
+@asynccontextmanager
+async def _around(
+    attention: AbstractContextManager[object] | None, span: SpanHandle | None
+) -> AsyncIterator[trio.Nursery]:
+    """A task's nursery inside the backend's ``attention`` and its span made current (each
+    when given)."""
+    with ExitStack() as stack:
+        if attention is not None:
+            stack.enter_context(attention)
+        if span is not None:
+            stack.enter_context(span.current())
+        async with trio.open_nursery() as nursery:
+            yield nursery
 
 
 @final
@@ -257,14 +333,19 @@ class TaskRunner:
     async def launch(
         self,
         record: TaskRecord,
-        work: Work,
+        work: Work | Call,
         limits: TaskLimits,
         answered: Mapping[str, Any] | None = None,
+        *,
+        handle: bool = True,
     ) -> None:
         """Store ``record`` and start ``work`` for it, or raise and store nothing.
 
-        The task is registered, with its cancel scope, before the record is stored: a
-        ``tasks/cancel`` that finds the record finds the scope. Once the store has it, the
+        ``work`` is given the task's ``TaskHandle``; with ``handle=False`` it is called with
+        nothing (``Call``), and no handle is made.
+
+        The task is registered (``_Live``) before the record is stored: a ``tasks/cancel``
+        that finds the record finds the task. Once the store has it, the
         task is spawned into the runner nursery with no checkpoint in between. Storing and
         spawning happen under a shield, together: a creating request cancelled half-way (its
         client went away) can neither leave a record with no work behind it nor work with
@@ -275,16 +356,16 @@ class TaskRunner:
         A store in memory (``InstantStore``) stores the record at its one checkpoint or not
         at all, and cannot hang: its creation needs neither the shield nor the bound.
 
-        The task is spawned, not started with ``nursery.start``: its scope, made here, is
-        what a ``tasks/cancel`` before it first runs cancels, and the work stops at its first
-        checkpoint. ``start`` would add a nursery and a scheduler round trip to every task.
+        The task is spawned, not started with ``nursery.start``: a ``tasks/cancel`` before
+        it first runs is noted in its entry, made here, and the task cancels its scope as it
+        starts (its work stops at its first checkpoint). ``start`` would add a nursery and a
+        scheduler round trip to every task.
         """
         if record.owner != self.worker_id:
             record = replace(record, owner=self.worker_id)
         nursery = self.nursery  # (raises unless the runner runs: before anything is stored)
-        scope = trio.CancelScope()  # the task's, before its record: tasks/cancel finds it
         answers = dict(answered) if answered else _NO_ANSWERS
-        live = _Live(answers, self._deadline(record), record, scope)
+        live = _Live(answers, self._deadline(record), record)  # before its record is stored
         self._live[record.task_id] = live
         if self._instant:  # stored at its one checkpoint, or not at all: no shield needed
             try:
@@ -292,7 +373,7 @@ class TaskRunner:
             except BaseException:
                 del self._live[record.task_id]
                 raise
-            if not self._spawn(nursery, record.task_id, work, live):
+            if not self._spawn(nursery, record.task_id, work, live, handle):
                 await self._not_started(record.task_id)
             return
         with trio.CancelScope(shield=True):
@@ -316,16 +397,16 @@ class TaskRunner:
                 del self._live[record.task_id]
                 self._unsettled[record.task_id] = _NOT_STARTED
                 raise ServiceUnavailable("The task store did not answer in time; retry")
-            if not self._spawn(nursery, record.task_id, work, live):
+            if not self._spawn(nursery, record.task_id, work, live, handle):
                 await self._not_started(record.task_id)
 
-    def _spawn(self, nursery: trio.Nursery, task_id: str, work: Work, live: _Live) -> bool:
+    def _spawn(
+        self, nursery: trio.Nursery, task_id: str, work: Work | Call, live: _Live, handle: bool
+    ) -> bool:
         """Start the stored task's work in the runner nursery; False if the runner closed
         while the record was stored (the run ends: nothing started)."""
         try:
-            nursery.start_soon(
-                self._run_attended if self._shared else self._run, task_id, work, live
-            )
+            nursery.start_soon(self._run, task_id, work, live, handle, name=_TASK_NAME)
         except RuntimeError:
             del self._live[task_id]
             return False
@@ -337,38 +418,72 @@ class TaskRunner:
         await self._settle_within_bound(task_id, Stopped())
         raise ServiceUnavailable("Server is shutting down; no new tasks are accepted")
 
-    async def _run_attended(self, task_id: str, work: Work, live: _Live) -> None:
-        """A task on a shared backend: while it runs here, cancels and answers from other
-        workers reach it promptly."""
-        assert self.backend is not None
-        with self.backend.attention():
-            await self._run(task_id, work, live)
-
-    async def _run(self, task_id: str, work: Work, live: _Live) -> None:
+    async def _run(
+        self,
+        task_id: str,
+        work: Callable[..., Awaitable[Mapping[str, Any]]],
+        live: _Live,
+        handle: bool,
+    ) -> None:
         """Run the task to its end and record how it ended. Its record is in ``live`` (the
-        one written last): a parked task keeps no other copy."""
+        one written last): a parked task keeps no other copy.
+
+        The work runs in the task's nursery, in this one frame (a parked task holds every
+        frame between the runner and its wait). ``tasks/cancel`` and the TTL (its deadline)
+        end the work there: the nursery's scope catches its cancellation (``live`` tells
+        which it was). A protocol error fails the task
+        with that error inlined; any other error (also from a child, or in a group with the
+        task's cancellation) is logged and fails it without detail (T§5.1). Any other
+        cancellation (the runner's) propagates, and the task is recorded as stopped. On a
+        shared backend the task holds the backend's ``attention`` while it runs, so cancels
+        and answers from other workers reach it promptly; with tracing, its span is current
+        while its work runs, so the tool's own span nests under it.
+        """
         span = self._span(live.written)
         outcome: TaskEvent = _STOPPED  # what stands if the runner itself is cancelled
         try:
-            if span is None:
-                outcome = await self._attempt(task_id, work, live)
+            result: Mapping[str, Any] | None = None
+            try:
+                async with self._task_nursery(span) as nursery:
+                    live.nursery = nursery
+                    nursery.cancel_scope.deadline = live.deadline
+                    if live.cancelled or trio.current_time() >= live.deadline:
+                        nursery.cancel_scope.cancel()  # cancelled or expired before it ran
+                    await trio.lowlevel.checkpoint_if_cancelled()  # (and then no work)
+                    call = work(TaskHandle(self, task_id, nursery)) if handle else work()
+                    del work  # (what the call needs, its coroutine holds)
+                    result = await call
+                    size = None if self.check is None else self.check(result)
+            except BaseException as exc:
+                error = protocol_error(exc, f"task {task_id}", log=logger)
+                await trio.lowlevel.checkpoint()
+                outcome = Failed(error.to_error())
             else:
-                with span.current():
-                    outcome = await self._attempt(task_id, work, live)
-            if live.scope.cancel_called:  # a client's cancel is honoured, whatever came after
+                # None: the scope caught a cancellation (tasks/cancel or the TTL, told below),
+                # or the work cancelled its own nursery
+                outcome = _WORK_CANCELLED if result is None else Completed(dict(result), size)
+            if live.cancelled:  # a client's cancel is honoured, whatever came after
                 outcome = CancelRequested()
             elif live.expired:
                 outcome = Expired()
         finally:
-            for send in live.parked.values():  # release any channel still parked
-                send.close()
-            live.parked.clear()
+            live.release()
             await self._settle_within_bound(task_id, outcome)
             del self._live[task_id]
             if live.done is not None:
                 live.done.set()
             if span is not None:
                 self._end_span(span, live.written, outcome)
+
+    def _task_nursery(self, span: SpanHandle | None) -> AbstractAsyncContextManager[trio.Nursery]:
+        """The task's nursery, to open; around it, what this run needs of a task: on a
+        shared backend the backend's ``attention``, with tracing its span made current.
+        Most tasks need neither: the nursery alone, so that a parked task holds nothing
+        more for them."""
+        if span is None and not self._shared:
+            return trio.open_nursery()
+        attention = self.backend.attention() if self._shared and self.backend else None
+        return _around(attention, span)
 
     def _span(self, record: TaskRecord) -> SpanHandle | None:
         """The task's span, from creation to its terminal state: a child of the creating
@@ -434,37 +549,6 @@ class TaskRunner:
             return math.inf
         left_ms = record.created_ms + record.ttl_ms - self.now_ms()
         return trio.current_time() + left_ms / 1000
-
-    async def _attempt(self, task_id: str, work: Work, live: _Live) -> TaskEvent:
-        """Run the work in the task's scope and nursery; its outcome, whatever it raised.
-
-        ``tasks/cancel`` (the task's scope) and the TTL (its nursery's deadline) end the
-        work there, and each scope catches its own cancellation (the caller reads ``live``
-        for which). A protocol error fails the task with that error inlined; any other error
-        (also from a child, or in a group with the task's cancellation) is logged and fails
-        it without detail (T§5.1). Any other cancellation (the runner's) propagates.
-        """
-        result: Mapping[str, Any] | None = None
-        size: int | None = None
-        try:
-            with live.scope:
-                async with trio.open_nursery() as nursery:
-                    live.nursery = nursery
-                    nursery.cancel_scope.deadline = live.deadline
-                    if trio.current_time() >= live.deadline:
-                        nursery.cancel_scope.cancel()  # expired before it first ran: no work
-                    await trio.lowlevel.checkpoint_if_cancelled()  # (or cancelled: no work)
-                    result = await work(TaskHandle(self, task_id, nursery))
-                    if self.check is not None:
-                        size = self.check(result)
-        except BaseException as exc:
-            error = protocol_error(exc, f"task {task_id}", log=logger)
-            await trio.lowlevel.checkpoint()
-            return Failed(error.to_error())
-        if result is None:  # a scope caught a cancellation: tasks/cancel or the TTL (the
-            # caller tells which), or the work cancelled its own nursery
-            return Failed(InternalError("Task work was cancelled before it finished").to_error())
-        return Completed(dict(result), size)
 
     def shared_keys(self, keys: frozenset[str]) -> frozenset[str]:
         """``keys``, or an equal set another task of this run asked: a tool's tasks ask the
@@ -559,15 +643,13 @@ class TaskRunner:
             # Claim the channels now, with no checkpoint between the check and the claim: of
             # several updates answering one key, exactly one delivers; the others learn that
             # their answer was not used (it is ignored).
-            claimed = {
-                k: live.parked.pop(k) for k in responses if k in pending and k in live.parked
-            }
+            claimed = live.claim([k for k in responses if k in pending])
             if not claimed:
                 return frozenset()
             try:
                 await self.commit(task_id, InputsAccepted(frozenset(claimed)))
             except BaseException:
-                live.parked.update(claimed)  # not accepted: the task still waits for them
+                live.parked += tuple(claimed.items())  # not accepted: still waited for
                 raise
             delivered = set()
             for key, send in claimed.items():
@@ -580,7 +662,7 @@ class TaskRunner:
         raise ServiceUnavailable("The task store did not answer in time; retry")
 
     async def cancel(self, task_id: str) -> None:
-        """``tasks/cancel``: cancel the task's scope if it runs here, wait (bounded) for its
+        """``tasks/cancel``: cancel the task if it runs here (its scope), wait (bounded) for its
         cleanup, then make sure ``cancelled`` is recorded.
 
         The runner records ``cancelled`` itself once the task's scope has exited, also when
@@ -595,7 +677,7 @@ class TaskRunner:
         """
         live = self._live.get(task_id)
         if live is not None:
-            live.scope.cancel()
+            live.cancel()
             if live.done is None:
                 live.done = trio.Event()
             with trio.move_on_after(CANCEL_WAIT_SECONDS):
