@@ -227,6 +227,7 @@ async def call_tool(ctx: Context, tool: Tool, arguments: Mapping[str, Any]) -> d
     except ArgumentError as exc:
         await trio.lowlevel.checkpoint()
         return error_result("Invalid arguments: " + "; ".join(exc.problems))
+    del arguments  # bound: this frame keeps no copy while the tool runs (a parked task)
     try:
         if tool.signature.is_async:
             handler = tool.signature.fn(**tool.signature.with_context(ctx, kwargs))
