@@ -686,17 +686,19 @@ class ServerProcess:
 
 
 def pool_fds(url: str) -> int:
-    """The fds a store's pool of connections holds at most: a pool that is still filling
-    when the baseline is taken is not a leak."""
+    """The fds a store's connections hold at most (its pool, and the writer's, the
+    updater's and the reader's lanes, each opened at its first batch): connections still
+    opening when the baseline is taken are not a leak."""
     scheme = url.split(":", 1)[0]
     if scheme == "sqlite":
         from presa_trio._backends import sqlite as _sqlite
 
-        return 2 * _sqlite.POOL_SIZE  # each connection holds the file and its WAL open
+        # each connection holds the file and its WAL open; the writer and the reader: 2 more
+        return 2 * (_sqlite.POOL_SIZE + 2)
     if scheme in ("postgresql", "postgres"):
         from presa_trio._backends import postgres as _postgres
 
-        return _postgres.POOL_SIZE  # a socket each
+        return _postgres.POOL_SIZE + 3 * _postgres.LANES  # a socket each
     return 0
 
 
